@@ -1,0 +1,41 @@
+// JSON helpers over RapidJSON: parsing with line/column errors, compact serialisation, and
+// typed accessors that never throw or assert on missing or mistyped members.
+//
+// Pattern of use:
+//   SANDRUN_ASSIGN_OR_RETURN(rapidjson::Document doc, ParseJson(body));
+//   std::string id = JsonString(doc, "Id");
+#pragma once
+
+#include <rapidjson/document.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sandbox/base/result.h"
+
+namespace sandrun {
+
+struct JsonParseOptions {
+  bool allow_comments_and_trailing_commas = false;  // config files allow both
+  std::string source_name;                          // named in errors, e.g. a file path
+};
+
+// Parses `text`; errors say "<source>:<line>:<column>: <reason>".
+Result<rapidjson::Document> ParseJson(std::string_view text, const JsonParseOptions& options = {});
+
+// Compact serialisation.
+std::string ToJson(const rapidjson::Value& value);
+
+// Typed accessors: the fallback when `obj` is not an object, the member is missing or it has
+// another type.
+const rapidjson::Value* JsonMember(const rapidjson::Value& obj, const char* key);
+std::string JsonString(const rapidjson::Value& obj, const char* key, std::string fallback = "");
+int64_t JsonInt(const rapidjson::Value& obj, const char* key, int64_t fallback = 0);
+bool JsonBool(const rapidjson::Value& obj, const char* key, bool fallback = false);
+std::vector<std::string> JsonStringArray(const rapidjson::Value& obj, const char* key);
+std::map<std::string, std::string> JsonStringMap(const rapidjson::Value& obj, const char* key);
+
+}  // namespace sandrun

@@ -1,0 +1,70 @@
+#include "sandbox/os/file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <filesystem>
+#include <system_error>
+
+#include "sandbox/os/unique_fd.h"
+
+namespace sandrun {
+
+Result<std::string> ReadFile(const std::string& path, size_t max_bytes) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) {
+    Error e = Error::FromErrno(errno, "cannot open " + path);
+    if (e.sys_errno == ENOENT) e.code = ErrorCode::kNotFound;
+    return e;
+  }
+  std::string out;
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Error::FromErrno(errno, "cannot read " + path);
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+    if (out.size() > max_bytes) {
+      return Error(ErrorCode::kIo, path + " is larger than " + std::to_string(max_bytes) + " bytes");
+    }
+  }
+  return out;
+}
+
+Result<std::vector<std::string>> ListFilesRecursive(const std::string& dir) {
+  std::error_code ec;
+  std::vector<std::string> out;
+  std::filesystem::recursive_directory_iterator it(dir, ec), end;
+  if (ec) return Error(ErrorCode::kNotFound, "cannot list " + dir + ": " + ec.message());
+  for (; it != end; it.increment(ec)) {
+    if (ec) return Error(ErrorCode::kIo, "cannot list " + dir + ": " + ec.message());
+    if (it->is_regular_file()) {
+      out.push_back(std::filesystem::relative(it->path(), dir).string());
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+Status EnsureDirectory(const std::string& path, unsigned mode) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) return Ok();
+  std::filesystem::path p(path);
+  if (p.has_parent_path() && !std::filesystem::exists(p.parent_path(), ec)) {
+    SANDRUN_RETURN_IF_ERROR(EnsureDirectory(p.parent_path().string(), mode));
+  }
+  if (::mkdir(path.c_str(), static_cast<mode_t>(mode)) != 0 && errno != EEXIST) {
+    return Error::FromErrno(errno, "cannot create directory " + path);
+  }
+  if (!std::filesystem::is_directory(path, ec)) {
+    return Error(ErrorCode::kConflict, path + " exists and is not a directory");
+  }
+  return Ok();
+}
+
+}  // namespace sandrun
