@@ -346,10 +346,10 @@ void ConfigureEndpoint(CURL* h, const Endpoint& ep, const TransportOptions& opti
 Error CurlFailure(CURLcode rc, const char* error_buffer, const Endpoint& ep, CURL* h) {
   std::string detail = error_buffer[0] ? error_buffer : curl_easy_strerror(rc);
   long connect_os_errno = 0;
-  double connect_time = 0;
+  curl_off_t pretransfer_us = 0;  // 0 until a connection (new or reused) carried the request
   curl_easy_getinfo(h, CURLINFO_OS_ERRNO, &connect_os_errno);
-  curl_easy_getinfo(h, CURLINFO_CONNECT_TIME, &connect_time);
-  if (IsConnectFailure(rc) || (rc == CURLE_OPERATION_TIMEDOUT && connect_time == 0.0)) {
+  curl_easy_getinfo(h, CURLINFO_PRETRANSFER_TIME_T, &pretransfer_us);
+  if (IsConnectFailure(rc) || (rc == CURLE_OPERATION_TIMEDOUT && pretransfer_us == 0)) {
     // curl's own text names "port 80" even for unix sockets; the OS error is clearer.
     if (connect_os_errno != 0) detail = std::strerror(static_cast<int>(connect_os_errno));
     Error e(ErrorCode::kDockerUnreachable,

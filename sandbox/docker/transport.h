@@ -102,7 +102,7 @@ class CurlTransport final : public Transport {
                                                        TransportOptions options = {});
   ~CurlTransport() override;
 
-  Result<HttpResponse> Send(const HttpRequest& request, const BodySink& sink) override;
+  Result<HttpResponse> Send(const HttpRequest& request, const BodySink& sink = nullptr) override;
   Result<std::unique_ptr<RawStream>> Hijack(const HttpRequest& request) override;
   const Endpoint& endpoint() const override { return endpoint_; }
 

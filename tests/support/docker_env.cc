@@ -1,0 +1,60 @@
+#include "tests/support/docker_env.h"
+
+#include <cstdlib>
+
+#include "sandbox/base/json.h"
+#include "sandbox/os/file.h"
+
+namespace sandrun::testing {
+
+bool InCi() {
+  const char* ci = std::getenv("CI");
+  return ci != nullptr && std::string(ci) == "true";
+}
+
+std::unique_ptr<docker::Client> ConnectToDocker(std::string* why) {
+  auto client = docker::Client::FromEnvironment();
+  if (!client) {
+    *why = client.error().ToString();
+    return nullptr;
+  }
+  auto api = (*client)->ApiVersion({Deadline::After(std::chrono::seconds(5)), nullptr});
+  if (!api) {
+    *why = api.error().ToString();
+    return nullptr;
+  }
+  return std::move(client).value();
+}
+
+std::string DefaultSeccompJson() {
+  std::string path = std::string(SANDRUN_TEST_PROFILES_DIR) + "/seccomp/default.json";
+  auto text = ReadFile(path);
+  if (!text) return "";
+  auto doc = ParseJson(*text);
+  if (!doc) return "";
+  return ToJson(*doc);
+}
+
+docker::ContainerSpec SecureSpec(const std::string& image) {
+  docker::ContainerSpec spec;
+  spec.image = image;
+  spec.cmd = {"sleep", "infinity"};
+  spec.labels = {{kTestLabel, "1"}};
+  spec.working_dir = "/";
+  auto& h = spec.host;
+  h.network_mode = "none";
+  h.readonly_rootfs = true;
+  h.cap_drop = {"ALL"};
+  h.security_opt = {"no-new-privileges:true", "seccomp=" + DefaultSeccompJson()};
+  h.tmpfs = {{"/tmp", "rw,nosuid,nodev,size=64m"},
+             {"/var/tmp", "rw,nosuid,nodev,size=16m"},
+             {"/run", "rw,nosuid,nodev,size=16m"}};
+  h.pids_limit = 512;
+  h.memory = int64_t{1} << 30;
+  h.memory_swap = int64_t{1} << 30;
+  h.nano_cpus = 1000000000;
+  h.init = true;
+  return spec;
+}
+
+}  // namespace sandrun::testing

@@ -1,0 +1,61 @@
+#include "sandbox/base/json.h"
+
+#include <gtest/gtest.h>
+
+namespace sandrun {
+namespace {
+
+TEST(JsonTest, ParsesAndSerialisesCompactly) {
+  auto doc = ParseJson("{ \"a\" : [1, 2], \"b\": {\"c\": \"d\"} }");
+  ASSERT_TRUE(doc) << doc.error().ToString();
+  EXPECT_EQ(ToJson(*doc), R"({"a":[1,2],"b":{"c":"d"}})");
+}
+
+TEST(JsonTest, SyntaxErrorsNameSourceLineAndColumn) {
+  JsonParseOptions options;
+  options.source_name = "config.json";
+  auto doc = ParseJson("{\n  \"a\": 1,\n  \"b\": ]\n}", options);
+  ASSERT_FALSE(doc);
+  EXPECT_EQ(doc.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_EQ(doc.error().message.rfind("config.json:3:", 0), 0u) << doc.error().message;
+}
+
+TEST(JsonTest, CommentsAndTrailingCommasOnlyWhenAllowed) {
+  const char* text = "{\n  // a comment\n  \"a\": 1,\n}";
+  EXPECT_FALSE(ParseJson(text));
+  JsonParseOptions relaxed;
+  relaxed.allow_comments_and_trailing_commas = true;
+  auto doc = ParseJson(text, relaxed);
+  ASSERT_TRUE(doc) << doc.error().ToString();
+  EXPECT_EQ(JsonInt(*doc, "a"), 1);
+}
+
+TEST(JsonTest, RejectsTrailingGarbageAndEmptyInput) {
+  EXPECT_FALSE(ParseJson("{} {}"));
+  EXPECT_FALSE(ParseJson(""));
+  EXPECT_FALSE(ParseJson("{\"a\": 1"));
+}
+
+TEST(JsonTest, AccessorsFallBackOnMissingOrMistypedMembers) {
+  auto doc = ParseJson(R"({"s":"x","n":5,"b":true,"arr":["p",1,"q"],"m":{"k":"v","n":2}})");
+  ASSERT_TRUE(doc);
+  EXPECT_EQ(JsonString(*doc, "s"), "x");
+  EXPECT_EQ(JsonString(*doc, "n", "fb"), "fb");
+  EXPECT_EQ(JsonInt(*doc, "n"), 5);
+  EXPECT_EQ(JsonInt(*doc, "s", 7), 7);
+  EXPECT_TRUE(JsonBool(*doc, "b"));
+  EXPECT_FALSE(JsonBool(*doc, "missing"));
+  EXPECT_EQ(JsonStringArray(*doc, "arr"), (std::vector<std::string>{"p", "q"}));
+  EXPECT_EQ(JsonStringMap(*doc, "m"), (std::map<std::string, std::string>{{"k", "v"}}));
+  rapidjson::Value not_object(5);
+  EXPECT_EQ(JsonMember(not_object, "a"), nullptr);
+}
+
+TEST(JsonTest, KeepsEmbeddedNulBytesInStrings) {
+  auto doc = ParseJson(R"({"s":"a\u0000b"})");
+  ASSERT_TRUE(doc);
+  EXPECT_EQ(JsonString(*doc, "s"), std::string("a\0b", 3));
+}
+
+}  // namespace
+}  // namespace sandrun
