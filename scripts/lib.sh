@@ -11,3 +11,17 @@ die() { printf 'sandrun-setup: error: %s\n' "$*" >&2; exit 1; }
 engine_answers() {
   curl -fsS --max-time 2 --unix-socket "$DOCKER_SOCK" http://localhost/_ping >/dev/null 2>&1
 }
+
+# Containers the test suite creates carry the label sandrun.test=1.
+list_test_containers() {
+  curl -fsS --max-time 10 --unix-socket "$DOCKER_SOCK" \
+    'http://localhost/containers/json?all=1&filters=%7B%22label%22%3A%5B%22sandrun.test%3D1%22%5D%7D' \
+    | grep -o '"Id":"[0-9a-f]*"' | cut -d'"' -f4 || true
+}
+
+remove_test_containers() {
+  for id in $(list_test_containers); do
+    curl -fsS --max-time 30 -X DELETE --unix-socket "$DOCKER_SOCK" \
+      "http://localhost/containers/$id?force=1&v=1" >/dev/null || true
+  done
+}
