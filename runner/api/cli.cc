@@ -1,7 +1,6 @@
 #include "runner/api/cli.h"
 
 #include <CLI/CLI.hpp>
-
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -41,7 +40,9 @@ int RunImageBuild(const std::string& name, bool force, const std::string& images
   docker::ImageBuildOptions options;
   options.images_dir = images_dir.empty() ? docker::DefaultImagesDir() : images_dir;
   options.force = force;
-  options.log = [](const std::string& line) { std::fprintf(stderr, "sandrun: %s\n", line.c_str()); };
+  options.log = [](const std::string& line) {
+    std::fprintf(stderr, "sandrun: %s\n", line.c_str());
+  };
   if (auto valid = docker::ValidateRecipe(options.images_dir, name); !valid) {
     PrintError(valid.error().ToString());
     return kExitUsage;

@@ -46,8 +46,7 @@ void EngineChecks(std::vector<DoctorCheck>& checks) {
   std::string where = (*client)->endpoint().ToString();
   auto version = (*client)->Version(opts);
   if (!version) {
-    checks.push_back(Check("engine", Level::kFail,
-                           version.error().ToString(),
+    checks.push_back(Check("engine", Level::kFail, version.error().ToString(),
                            "start dockerd (bash scripts/setup does), or point DOCKER_HOST at a "
                            "running engine"));
     for (const char* image : kImages) {
@@ -58,9 +57,9 @@ void EngineChecks(std::vector<DoctorCheck>& checks) {
     }
     return;
   }
-  checks.push_back(Check("engine", Level::kOk,
-                         where + ": Docker " + version->version + " (" + version->os + "/" +
-                             version->arch + ")"));
+  checks.push_back(Check(
+      "engine", Level::kOk,
+      where + ": Docker " + version->version + " (" + version->os + "/" + version->arch + ")"));
 
   auto api = (*client)->ApiVersion(opts);
   if (!api) {
@@ -89,9 +88,8 @@ void EngineChecks(std::vector<DoctorCheck>& checks) {
     auto label = info->labels.find(docker::kRecipeHashLabel);
     auto hash = docker::RecipeHash(images_dir, image);
     if (hash && (label == info->labels.end() || label->second != *hash)) {
-      checks.push_back(Check("image", Level::kWarn, detail + ": older than its recipe in " +
-                                                        images_dir,
-                             build));
+      checks.push_back(
+          Check("image", Level::kWarn, detail + ": older than its recipe in " + images_dir, build));
       continue;
     }
     checks.push_back(Check("image", Level::kOk, detail));
@@ -111,9 +109,12 @@ DoctorCheck SeccompCheck() {
 
 const char* LevelName(Level level) {
   switch (level) {
-    case Level::kOk: return "ok";
-    case Level::kWarn: return "warn";
-    case Level::kFail: return "FAIL";
+    case Level::kOk:
+      return "ok";
+    case Level::kWarn:
+      return "warn";
+    case Level::kFail:
+      return "FAIL";
   }
   return "?";
 }
@@ -145,7 +146,8 @@ std::string FormatDoctorText(const DoctorReport& report) {
     level.resize(6, ' ');
     name.resize(13, ' ');
     out += "  " + level + name + c.detail + "\n";
-    if (!c.fix.empty() && c.level != Level::kOk) out += "        " + std::string(13, ' ') + "fix: " + c.fix + "\n";
+    if (!c.fix.empty() && c.level != Level::kOk)
+      out += "        " + std::string(13, ' ') + "fix: " + c.fix + "\n";
     if (c.level == Level::kFail) {
       ++failed;
       if (failed_names.find(c.name) == std::string::npos) {
@@ -156,8 +158,8 @@ std::string FormatDoctorText(const DoctorReport& report) {
   if (failed == 0) {
     out += "all required checks passed\n";
   } else {
-    out += std::to_string(failed) + " check" + (failed == 1 ? "" : "s") + " failed: " +
-           failed_names + "\n";
+    out += std::to_string(failed) + " check" + (failed == 1 ? "" : "s") +
+           " failed: " + failed_names + "\n";
   }
   return out;
 }

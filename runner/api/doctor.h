@@ -9,7 +9,7 @@ namespace sandrun::api {
 
 struct DoctorCheck {
   enum class Level { kOk, kWarn, kFail };
-  std::string name;    // "state-dir", "engine", "api-version", "image", "seccomp"
+  std::string name;  // "state-dir", "engine", "api-version", "image", "seccomp"
   Level level = Level::kOk;
   std::string detail;  // what was found
   std::string fix;     // how to fix it (failures and warnings)

@@ -5,8 +5,8 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 
 #include "sandbox/os/file.h"
 
@@ -46,7 +46,8 @@ Status EnsureStateDir(const std::string& path) {
     std::snprintf(mode, sizeof mode, "%04o", st.st_mode & 07777);
     return Error(ErrorCode::kConflict, path + " has mode " + mode +
                                            ": other users could read or change sandrun's state; "
-                                           "run: chmod 700 " + path);
+                                           "run: chmod 700 " +
+                                           path);
   }
   return Ok();
 }

@@ -11,7 +11,7 @@ Result<rapidjson::Document> ParseJson(std::string_view text, const JsonParseOpti
   // Without kParseStopWhenDoneFlag RapidJSON rejects anything after the root value.
   if (options.allow_comments_and_trailing_commas) {
     doc.Parse<rapidjson::kParseCommentsFlag | rapidjson::kParseTrailingCommasFlag>(text.data(),
-                                                                                    text.size());
+                                                                                   text.size());
   } else {
     doc.Parse(text.data(), text.size());
   }
@@ -27,9 +27,9 @@ Result<rapidjson::Document> ParseJson(std::string_view text, const JsonParseOpti
     }
   }
   std::string where = options.source_name.empty() ? "JSON" : options.source_name;
-  return Error(ErrorCode::kInvalidArgument,
-               where + ":" + std::to_string(line) + ":" + std::to_string(column) + ": " +
-                   rapidjson::GetParseError_En(doc.GetParseError()));
+  return Error(ErrorCode::kInvalidArgument, where + ":" + std::to_string(line) + ":" +
+                                                std::to_string(column) + ": " +
+                                                rapidjson::GetParseError_En(doc.GetParseError()));
 }
 
 std::string ToJson(const rapidjson::Value& value) {

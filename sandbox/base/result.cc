@@ -6,17 +6,28 @@ namespace sandrun {
 
 const char* ErrorCodeName(ErrorCode code) {
   switch (code) {
-    case ErrorCode::kInvalidArgument: return "invalid-argument";
-    case ErrorCode::kNotFound: return "not-found";
-    case ErrorCode::kConflict: return "conflict";
-    case ErrorCode::kDockerUnreachable: return "docker-unreachable";
-    case ErrorCode::kDockerApi: return "docker-api";
-    case ErrorCode::kProtocol: return "protocol";
-    case ErrorCode::kTimeout: return "timeout";
-    case ErrorCode::kCancelled: return "cancelled";
-    case ErrorCode::kSyscall: return "syscall";
-    case ErrorCode::kIo: return "io";
-    case ErrorCode::kInternal: return "internal";
+    case ErrorCode::kInvalidArgument:
+      return "invalid-argument";
+    case ErrorCode::kNotFound:
+      return "not-found";
+    case ErrorCode::kConflict:
+      return "conflict";
+    case ErrorCode::kDockerUnreachable:
+      return "docker-unreachable";
+    case ErrorCode::kDockerApi:
+      return "docker-api";
+    case ErrorCode::kProtocol:
+      return "protocol";
+    case ErrorCode::kTimeout:
+      return "timeout";
+    case ErrorCode::kCancelled:
+      return "cancelled";
+    case ErrorCode::kSyscall:
+      return "syscall";
+    case ErrorCode::kIo:
+      return "io";
+    case ErrorCode::kInternal:
+      return "internal";
   }
   return "unknown";
 }

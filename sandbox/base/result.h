@@ -113,9 +113,9 @@ inline Status Ok() { return Status(); }
 #define SANDRUN_CONCAT_(a, b) SANDRUN_CONCAT_INNER_(a, b)
 
 // Returns the error of a Result/Status expression from the enclosing function.
-#define SANDRUN_RETURN_IF_ERROR(expr)                     \
-  do {                                                    \
-    auto sandrun_status_ = (expr);                        \
+#define SANDRUN_RETURN_IF_ERROR(expr)                                \
+  do {                                                               \
+    auto sandrun_status_ = (expr);                                   \
     if (!sandrun_status_) return std::move(sandrun_status_).error(); \
   } while (0)
 

@@ -39,9 +39,8 @@ class LineSplitter {
 Result<long> ContainerPid(int64_t host_pid) {
   auto status = ReadFile("/proc/" + std::to_string(host_pid) + "/status", 1u << 16);
   if (!status) {
-    return Error(ErrorCode::kNotFound,
-                 "cannot map exec pid " + std::to_string(host_pid) +
-                     " into its container (is the engine on another host?)");
+    return Error(ErrorCode::kNotFound, "cannot map exec pid " + std::to_string(host_pid) +
+                                           " into its container (is the engine on another host?)");
   }
   std::istringstream in(*status);
   for (std::string line; std::getline(in, line);) {
@@ -129,8 +128,8 @@ Result<HttpResponse> Client::Call(const std::string& method, const std::string& 
 }
 
 Result<HttpResponse> Client::CallOk(const std::string& method, const std::string& path,
-                                    std::string body, const CallOptions& options,
-                                    const char* what, const BodySink& sink) {
+                                    std::string body, const CallOptions& options, const char* what,
+                                    const BodySink& sink) {
   SANDRUN_ASSIGN_OR_RETURN(HttpResponse resp, Call(method, path, std::move(body), options, sink));
   if (!resp.ok()) return HttpError(resp.status, resp.body).Wrap(what);
   return resp;
@@ -180,8 +179,8 @@ Result<std::vector<ImageInfo>> Client::ListImages(const CallOptions& options) {
 
 Result<std::string> Client::ImportImage(const ImportRequest& request, const CallOptions& options) {
   SANDRUN_ASSIGN_OR_RETURN(std::string version, ApiVersion(options));
-  std::string target = "/v" + version + "/images/create?fromSrc=-&repo=" +
-                       UrlEncode(request.repo) + "&tag=" + UrlEncode(request.tag);
+  std::string target = "/v" + version + "/images/create?fromSrc=-&repo=" + UrlEncode(request.repo) +
+                       "&tag=" + UrlEncode(request.tag);
   for (const auto& change : request.changes) target += "&changes=" + UrlEncode(change);
   HttpRequest req;
   req.method = "POST";
@@ -214,9 +213,8 @@ Result<std::string> Client::ImportImage(const ImportRequest& request, const Call
 }
 
 Status Client::RemoveImage(const std::string& name, bool force, const CallOptions& options) {
-  SANDRUN_RETURN_IF_ERROR(CallOk("DELETE",
-                                 "/images/" + UrlEncode(name) + (force ? "?force=1" : ""), "",
-                                 WithDefaultDeadline(options), "image remove"));
+  SANDRUN_RETURN_IF_ERROR(CallOk("DELETE", "/images/" + UrlEncode(name) + (force ? "?force=1" : ""),
+                                 "", WithDefaultDeadline(options), "image remove"));
   return Ok();
 }
 
@@ -233,9 +231,9 @@ Result<std::string> Client::CreateContainer(const std::string& name, const Conta
 }
 
 Status Client::StartContainer(const std::string& id, const CallOptions& options) {
-  SANDRUN_ASSIGN_OR_RETURN(HttpResponse resp,
-                           Call("POST", "/containers/" + UrlEncode(id) + "/start", "",
-                                WithDefaultDeadline(options)));
+  SANDRUN_ASSIGN_OR_RETURN(
+      HttpResponse resp,
+      Call("POST", "/containers/" + UrlEncode(id) + "/start", "", WithDefaultDeadline(options)));
   // 304: already started, which is what the caller wanted.
   if (!resp.ok() && resp.status != 304) {
     return HttpError(resp.status, resp.body).Wrap("container start");
@@ -254,8 +252,8 @@ Result<std::vector<ContainerSummary>> Client::ListContainers(const std::vector<s
                                                              bool all, const CallOptions& options) {
   std::string path = "/containers/json?all=" + std::string(all ? "1" : "0");
   if (!labels.empty()) path += "&" + LabelFilterQuery(labels);
-  SANDRUN_ASSIGN_OR_RETURN(HttpResponse resp, CallOk("GET", path, "", WithDefaultDeadline(options),
-                                                     "container list"));
+  SANDRUN_ASSIGN_OR_RETURN(HttpResponse resp,
+                           CallOk("GET", path, "", WithDefaultDeadline(options), "container list"));
   return ParseContainerList(resp.body);
 }
 
@@ -263,13 +261,13 @@ Status Client::StopContainer(const std::string& id, int timeout_seconds,
                              const CallOptions& options) {
   CallOptions opts = options;
   if (opts.deadline.is_never()) {
-    opts.deadline = Deadline::After(options_.default_timeout + std::chrono::seconds(timeout_seconds));
+    opts.deadline =
+        Deadline::After(options_.default_timeout + std::chrono::seconds(timeout_seconds));
   }
-  SANDRUN_ASSIGN_OR_RETURN(HttpResponse resp,
-                           Call("POST",
-                                "/containers/" + UrlEncode(id) +
-                                    "/stop?t=" + std::to_string(timeout_seconds),
-                                "", opts));
+  SANDRUN_ASSIGN_OR_RETURN(
+      HttpResponse resp,
+      Call("POST", "/containers/" + UrlEncode(id) + "/stop?t=" + std::to_string(timeout_seconds),
+           "", opts));
   if (!resp.ok() && resp.status != 304) {  // 304: already stopped
     return HttpError(resp.status, resp.body).Wrap("container stop");
   }
@@ -278,25 +276,23 @@ Status Client::StopContainer(const std::string& id, int timeout_seconds,
 
 Status Client::KillContainer(const std::string& id, const std::string& signal,
                              const CallOptions& options) {
-  SANDRUN_RETURN_IF_ERROR(CallOk("POST",
-                                 "/containers/" + UrlEncode(id) + "/kill?signal=" +
-                                     UrlEncode(signal),
-                                 "", WithDefaultDeadline(options), "container kill"));
+  SANDRUN_RETURN_IF_ERROR(
+      CallOk("POST", "/containers/" + UrlEncode(id) + "/kill?signal=" + UrlEncode(signal), "",
+             WithDefaultDeadline(options), "container kill"));
   return Ok();
 }
 
 Status Client::RemoveContainer(const std::string& id, bool force, const CallOptions& options) {
-  SANDRUN_RETURN_IF_ERROR(CallOk("DELETE",
-                                 "/containers/" + UrlEncode(id) + "?v=1" +
-                                     (force ? "&force=1" : ""),
-                                 "", WithDefaultDeadline(options), "container remove"));
+  SANDRUN_RETURN_IF_ERROR(
+      CallOk("DELETE", "/containers/" + UrlEncode(id) + "?v=1" + (force ? "&force=1" : ""), "",
+             WithDefaultDeadline(options), "container remove"));
   return Ok();
 }
 
 Result<int64_t> Client::WaitContainer(const std::string& id, const CallOptions& options) {
-  SANDRUN_ASSIGN_OR_RETURN(HttpResponse resp,
-                           CallOk("POST", "/containers/" + UrlEncode(id) + "/wait", "", options,
-                                  "container wait"));
+  SANDRUN_ASSIGN_OR_RETURN(
+      HttpResponse resp,
+      CallOk("POST", "/containers/" + UrlEncode(id) + "/wait", "", options, "container wait"));
   return ParseWaitResponse(resp.body);
 }
 
@@ -304,10 +300,10 @@ Result<int64_t> Client::WaitContainer(const std::string& id, const CallOptions& 
 
 Result<std::string> Client::CreateExec(const std::string& container, const ExecSpec& spec,
                                        const CallOptions& options) {
-  SANDRUN_ASSIGN_OR_RETURN(HttpResponse resp,
-                           CallOk("POST", "/containers/" + UrlEncode(container) + "/exec",
-                                  BuildExecCreateBody(spec), WithDefaultDeadline(options),
-                                  "exec create"));
+  SANDRUN_ASSIGN_OR_RETURN(
+      HttpResponse resp,
+      CallOk("POST", "/containers/" + UrlEncode(container) + "/exec", BuildExecCreateBody(spec),
+             WithDefaultDeadline(options), "exec create"));
   return ParseIdResponse(resp.body);
 }
 
@@ -377,7 +373,8 @@ Result<int64_t> Client::WaitExecExit(const std::string& exec_id, const CallOptio
     if (!info.running && info.exit_code) return *info.exit_code;
     if (opts.cancelled()) return Error(ErrorCode::kCancelled, "cancelled");
     if (opts.deadline.expired()) {
-      return Error(ErrorCode::kTimeout, "exec " + exec_id + " still running after its stream ended");
+      return Error(ErrorCode::kTimeout,
+                   "exec " + exec_id + " still running after its stream ended");
     }
     std::this_thread::sleep_for(delay);
     delay = std::min(delay * 2, std::chrono::microseconds(50000));
@@ -401,9 +398,9 @@ Status Client::KillExec(const std::string& exec_id, int signal, const CallOption
   // a group leader; both inside the container, as its own root.
   std::string n = std::to_string(signal), p = std::to_string(pid);
   ExecSpec killer;
-  killer.cmd = {"/bin/sh", "-c",
-                "kill -" + n + " -- -" + p + " 2>/dev/null; kill -" + n + " " + p +
-                    " 2>/dev/null; exit 0"};
+  killer.cmd = {
+      "/bin/sh", "-c",
+      "kill -" + n + " -- -" + p + " 2>/dev/null; kill -" + n + " " + p + " 2>/dev/null; exit 0"};
   SANDRUN_ASSIGN_OR_RETURN(int64_t code, RunExec(info.container_id, killer, nullptr, options));
   (void)code;
   return Ok();

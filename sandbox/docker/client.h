@@ -125,12 +125,11 @@ class Client {
   Status KillExec(const std::string& exec_id, int signal, const CallOptions& options = {});
 
  private:
-  Result<HttpResponse> Call(const std::string& method, const std::string& path,
-                            std::string body, const CallOptions& options,
-                            const BodySink& sink = nullptr);
+  Result<HttpResponse> Call(const std::string& method, const std::string& path, std::string body,
+                            const CallOptions& options, const BodySink& sink = nullptr);
   // Call, and turn a non-2xx status into an Error naming `what`.
-  Result<HttpResponse> CallOk(const std::string& method, const std::string& path,
-                              std::string body, const CallOptions& options, const char* what,
+  Result<HttpResponse> CallOk(const std::string& method, const std::string& path, std::string body,
+                              const CallOptions& options, const char* what,
                               const BodySink& sink = nullptr);
   CallOptions WithDefaultDeadline(const CallOptions& options) const;
 

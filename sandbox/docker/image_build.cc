@@ -120,8 +120,8 @@ Result<ImageBuildOutcome> BuildImage(Client& client, const std::string& name,
   }
 
   const char* tmp_parent = std::getenv("TMPDIR");
-  SANDRUN_ASSIGN_OR_RETURN(TempDir tmp, TempDir::Create(tmp_parent && *tmp_parent ? tmp_parent
-                                                                                 : "/var/tmp"));
+  SANDRUN_ASSIGN_OR_RETURN(TempDir tmp,
+                           TempDir::Create(tmp_parent && *tmp_parent ? tmp_parent : "/var/tmp"));
   std::string tar_path = tmp.path() + "/rootfs.tar";
   std::string script = options.images_dir + "/" + name + "/rootfs.sh";
   Log(options, "building the root filesystem of " + out.reference + " (" + script + ")");

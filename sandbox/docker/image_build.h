@@ -20,8 +20,8 @@ inline constexpr char kImageRepository[] = "sandrun-sandbox";
 inline constexpr char kRecipeHashLabel[] = "sandrun.recipeHash";
 
 struct ImageBuildOptions {
-  std::string images_dir;  // holds <name>/rootfs.sh, <name>/changes, common/
-  bool force = false;      // rebuild even when the recipe hash matches
+  std::string images_dir;                       // holds <name>/rootfs.sh, <name>/changes, common/
+  bool force = false;                           // rebuild even when the recipe hash matches
   std::function<void(const std::string&)> log;  // progress lines (optional)
 };
 

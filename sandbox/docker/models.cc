@@ -235,7 +235,8 @@ Result<ImageInfo> ParseImageInspect(std::string_view body) {
   info.id = JsonString(doc, "Id");
   info.repo_tags = JsonStringArray(doc, "RepoTags");
   info.size = JsonInt(doc, "Size");
-  if (const auto* config = JsonMember(doc, "Config")) info.labels = JsonStringMap(*config, "Labels");
+  if (const auto* config = JsonMember(doc, "Config"))
+    info.labels = JsonStringMap(*config, "Labels");
   if (info.id.empty()) return Error(ErrorCode::kProtocol, "image inspect: no Id");
   return info;
 }
@@ -326,7 +327,8 @@ Result<ProgressMessage> ParseProgressMessage(std::string_view line) {
   m.status = JsonString(doc, "status");
   m.error = JsonString(doc, "error");
   if (m.error.empty()) {
-    if (const auto* detail = JsonMember(doc, "errorDetail")) m.error = JsonString(*detail, "message");
+    if (const auto* detail = JsonMember(doc, "errorDetail"))
+      m.error = JsonString(*detail, "message");
   }
   m.id = JsonString(doc, "id");
   return m;
@@ -378,11 +380,11 @@ Result<std::string> NegotiateApiVersion(std::string_view client_min, std::string
                                         const VersionInfo& engine) {
   std::string engine_min = engine.min_api_version.empty() ? "1.12" : engine.min_api_version;
   std::string chosen(CompareApiVersions(client_max, engine.api_version) < 0 ? client_max
-                                                                              : engine.api_version);
+                                                                            : engine.api_version);
   if (CompareApiVersions(chosen, client_min) < 0) {
-    return Error(ErrorCode::kDockerApi,
-                 "Docker engine API " + engine.api_version + " is too old: sandrun needs API " +
-                     std::string(client_min) + " or newer (Docker 20.10+)");
+    return Error(ErrorCode::kDockerApi, "Docker engine API " + engine.api_version +
+                                            " is too old: sandrun needs API " +
+                                            std::string(client_min) + " or newer (Docker 20.10+)");
   }
   if (CompareApiVersions(chosen, engine_min) < 0) {
     return Error(ErrorCode::kDockerApi, "Docker engine requires API " + engine_min +

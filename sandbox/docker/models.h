@@ -46,13 +46,13 @@ struct HostConfig {
   bool readonly_rootfs = false;
   std::vector<std::string> cap_drop;
   std::vector<std::string> cap_add;
-  std::vector<std::string> security_opt;   // "no-new-privileges:true", "seccomp=<inline JSON>"
+  std::vector<std::string> security_opt;     // "no-new-privileges:true", "seccomp=<inline JSON>"
   std::map<std::string, std::string> tmpfs;  // path -> mount options
-  std::vector<std::string> binds;          // "host:container:ro"
+  std::vector<std::string> binds;            // "host:container:ro"
   std::optional<int64_t> pids_limit;
-  std::optional<int64_t> memory;           // bytes
-  std::optional<int64_t> memory_swap;      // bytes
-  std::optional<int64_t> nano_cpus;        // 1e9 = 1 CPU
+  std::optional<int64_t> memory;       // bytes
+  std::optional<int64_t> memory_swap;  // bytes
+  std::optional<int64_t> nano_cpus;    // 1e9 = 1 CPU
   std::optional<bool> init;
   bool auto_remove = false;
 };

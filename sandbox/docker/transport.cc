@@ -99,8 +99,8 @@ class CurlRawStream final : public RawStream {
       CURLcode rc = curl_easy_recv(handle_.get(), buf, cap, &got);
       if (rc == CURLE_OK) return got;  // 0 = EOF
       if (rc != CURLE_AGAIN) {
-        return Error(ErrorCode::kIo, std::string("reading the engine stream: ") +
-                                         curl_easy_strerror(rc));
+        return Error(ErrorCode::kIo,
+                     std::string("reading the engine stream: ") + curl_easy_strerror(rc));
       }
       SANDRUN_RETURN_IF_ERROR(WaitFd(fd_, POLLIN, options));
     }
@@ -115,8 +115,8 @@ class CurlRawStream final : public RawStream {
         continue;
       }
       if (rc != CURLE_AGAIN) {
-        return Error(ErrorCode::kIo, std::string("writing the engine stream: ") +
-                                         curl_easy_strerror(rc));
+        return Error(ErrorCode::kIo,
+                     std::string("writing the engine stream: ") + curl_easy_strerror(rc));
       }
       SANDRUN_RETURN_IF_ERROR(WaitFd(fd_, POLLOUT, options));
     }
@@ -329,7 +329,8 @@ void ConfigureEndpoint(CURL* h, const Endpoint& ep, const TransportOptions& opti
                        char* error_buffer) {
   curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(h, CURLOPT_ERRORBUFFER, error_buffer);
-  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options.connect_timeout.count()));
+  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
+                   static_cast<long>(options.connect_timeout.count()));
   if (ep.kind == Endpoint::Kind::kUnix) {
     curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, ep.socket_path.c_str());
   } else if (ep.tls) {
@@ -463,11 +464,11 @@ Result<std::unique_ptr<RawStream>> CurlTransport::Hijack(const HttpRequest& requ
   std::string host = endpoint_.kind == Endpoint::Kind::kUnix
                          ? "docker"
                          : endpoint_.host + ":" + std::to_string(endpoint_.port);
-  std::string head = request.method + " " + request.target + " HTTP/1.1\r\nHost: " + host +
-                     "\r\nUser-Agent: sandrun/" SANDRUN_VERSION "\r\nContent-Type: " +
-                     request.content_type +
-                     "\r\nContent-Length: " + std::to_string(request.body.size()) +
-                     "\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\n";
+  std::string head =
+      request.method + " " + request.target + " HTTP/1.1\r\nHost: " + host +
+      "\r\nUser-Agent: sandrun/" SANDRUN_VERSION "\r\nContent-Type: " + request.content_type +
+      "\r\nContent-Length: " + std::to_string(request.body.size()) +
+      "\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\n";
   SANDRUN_RETURN_IF_ERROR(stream->Write(head + request.body, request.options));
 
   // Read the response head; anything after it already belongs to the stream.
@@ -494,10 +495,10 @@ Result<std::unique_ptr<RawStream>> CurlTransport::Hijack(const HttpRequest& requ
   while (line_end != std::string_view::npos) {
     size_t start = line_end + 2;
     line_end = head_view.find("\r\n", start);
-    AddHeaderLine(head_view.substr(start, line_end == std::string_view::npos
-                                              ? std::string_view::npos
-                                              : line_end - start),
-                  headers);
+    AddHeaderLine(
+        head_view.substr(
+            start, line_end == std::string_view::npos ? std::string_view::npos : line_end - start),
+        headers);
   }
   std::string rest = buffer.substr(head_end + 4);
 

@@ -22,8 +22,8 @@ Result<SeccompSupport> ProbeSeccomp() {
   }
   SeccompSupport out;
   const scmp_version* v = seccomp_version();
-  out.library_version = std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
-                        std::to_string(v->micro);
+  out.library_version =
+      std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->micro);
   out.api_level = static_cast<int>(seccomp_api_get());
   return out;
 }

@@ -30,7 +30,8 @@ Result<std::string> ReadFile(const std::string& path, size_t max_bytes) {
     if (n == 0) break;
     out.append(buf, static_cast<size_t>(n));
     if (out.size() > max_bytes) {
-      return Error(ErrorCode::kIo, path + " is larger than " + std::to_string(max_bytes) + " bytes");
+      return Error(ErrorCode::kIo,
+                   path + " is larger than " + std::to_string(max_bytes) + " bytes");
     }
   }
   return out;

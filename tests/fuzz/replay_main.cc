@@ -9,7 +9,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 
 int main() {
   std::vector<std::string> seeds = {
-      std::string("\x05\x01\x00\x00\x00\x00\x00\x00\x03" "abc", 12),
+      std::string("\x05\x01\x00\x00\x00\x00\x00\x00\x03"
+                  "abc",
+                  12),
       std::string("\x00\x02\x00\x00\x00\x00\x00\x00\x00", 9),
       std::string("\x03garbage"),
       std::string("\x0a\x01\x00\x00\x00\x00\x00\x00\x10short", 14),

@@ -13,7 +13,6 @@
 namespace sandrun::testing {
 namespace {
 
-
 TEST(DockerEngineTest, PingVersionAndNegotiatedApi) {
   SANDRUN_REQUIRE_DOCKER(client);
   auto ping = client->Ping();
@@ -66,9 +65,10 @@ TEST_F(DockerContainer, CreatedWithTheSecurityOptionsOfTheSpec) {
   // And the kernel agrees, from inside.
   Output o;
   auto code = client_->RunExec(
-      id_, Shell("grep -E '^(CapEff|NoNewPrivs|Seccomp):' /proc/self/status; "
-                 "touch /rootfs-write 2>/dev/null && echo root-writable; "
-                 "touch /tmp/x && echo tmp-ok; cat /proc/net/dev | tail -n +3 | cut -d: -f1"),
+      id_,
+      Shell("grep -E '^(CapEff|NoNewPrivs|Seccomp):' /proc/self/status; "
+            "touch /rootfs-write 2>/dev/null && echo root-writable; "
+            "touch /tmp/x && echo tmp-ok; cat /proc/net/dev | tail -n +3 | cut -d: -f1"),
       o.Sink());
   ASSERT_TRUE(code) << code.error().ToString();
   EXPECT_EQ(*code, 0);
@@ -219,7 +219,8 @@ TEST(DockerImageTest, SandboxImageProfileResetsPath) {
   ASSERT_TRUE(id) << id.error().ToString();
   ASSERT_TRUE(client->StartContainer(*id));
   Output o;
-  auto code = client->RunExec(*id, Shell("echo \"$PATH\"; . /etc/profile; echo \"$PATH\""), o.Sink());
+  auto code =
+      client->RunExec(*id, Shell("echo \"$PATH\"; . /etc/profile; echo \"$PATH\""), o.Sink());
   (void)client->RemoveContainer(*id, true);
   ASSERT_TRUE(code);
   EXPECT_EQ(o.out,

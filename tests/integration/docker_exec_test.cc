@@ -58,8 +58,8 @@ TEST_F(DockerExec, TenMebibytesStreamWithBoundedMemory) {
   EXPECT_TRUE(all_zero);
   EXPECT_GT(pieces, 10u) << "delivered as it arrives, not at the end";
   EXPECT_LE(largest, 1u << 20);
-  EXPECT_LT(rss_after - rss_before, 6 * 1024) << "peak RSS grew by " << rss_after - rss_before
-                                              << " KiB";
+  EXPECT_LT(rss_after - rss_before, 6 * 1024)
+      << "peak RSS grew by " << rss_after - rss_before << " KiB";
 }
 
 class DockerExitCode : public DockerContainerTest,
@@ -76,7 +76,10 @@ INSTANTIATE_TEST_SUITE_P(Codes, DockerExitCode,
                          ::testing::Values(std::make_pair("true", 0), std::make_pair("exit 1", 1),
                                            std::make_pair("sandrun-no-such-command", 127),
                                            std::make_pair("exit 42", 42),
-                                           std::make_pair("kill -TERM $$", 143)));
+                                           std::make_pair("kill -TERM $$", 143)),
+                         [](const auto& info) {
+                           return "Exit" + std::to_string(info.param.second);
+                         });
 
 TEST_F(DockerExec, StdinRoundTripEndsAtEof) {
   docker::ExecSpec spec;
@@ -156,9 +159,9 @@ TEST_F(DockerExec, KilledMidStream) {
   Status streamed = Ok();
   auto start = std::chrono::steady_clock::now();
   std::thread runner([&] {
-    streamed = client_->StartExec(*exec_id, false,
-                                  [&](docker::StreamKind, std::string_view) { ++ticks; },
-                                  {Deadline::After(std::chrono::seconds(30)), nullptr});
+    streamed =
+        client_->StartExec(*exec_id, false, [&](docker::StreamKind, std::string_view) { ++ticks; },
+                           {Deadline::After(std::chrono::seconds(30)), nullptr});
   });
   while (ticks < 3 && std::chrono::steady_clock::now() - start < std::chrono::seconds(10)) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -182,8 +185,8 @@ TEST_F(DockerExec, DeadlineEndsAStreamThatWouldRunLong) {
   auto exec_id = client_->CreateExec(id_, Shell("sleep 30"));
   ASSERT_TRUE(exec_id);
   auto start = std::chrono::steady_clock::now();
-  auto streamed =
-      client_->StartExec(*exec_id, false, nullptr, {Deadline::After(std::chrono::milliseconds(500)), nullptr});
+  auto streamed = client_->StartExec(*exec_id, false, nullptr,
+                                     {Deadline::After(std::chrono::milliseconds(500)), nullptr});
   ASSERT_FALSE(streamed);
   EXPECT_EQ(streamed.error().code, sandrun::ErrorCode::kTimeout);
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(3));
@@ -197,9 +200,10 @@ TEST_F(DockerExec, ConcurrentExecsLoseNoOutput) {
   std::vector<int64_t> codes(kExecs, -1);
   for (int i = 0; i < kExecs; ++i) {
     threads.emplace_back([&, i] {
-      auto code = client_->RunExec(
-          id_, Shell("seq 1 2000 | sed 's/^/" + std::to_string(i) + ":/'"),
-          [&, i](docker::StreamKind, std::string_view b) { outs[static_cast<size_t>(i)].append(b); });
+      auto code = client_->RunExec(id_, Shell("seq 1 2000 | sed 's/^/" + std::to_string(i) + ":/'"),
+                                   [&, i](docker::StreamKind, std::string_view b) {
+                                     outs[static_cast<size_t>(i)].append(b);
+                                   });
       if (code) codes[static_cast<size_t>(i)] = *code;
     });
   }

@@ -28,10 +28,10 @@ inline constexpr char kTestLabel[] = "sandrun.test";
 }  // namespace sandrun::testing
 
 // Declares `client` (std::unique_ptr<docker::Client>) or fails/skips the test.
-#define SANDRUN_REQUIRE_DOCKER(client)                                                  \
-  std::string client##_why_;                                                            \
-  auto client = ::sandrun::testing::ConnectToDocker(&client##_why_);                    \
-  if (!client) {                                                                        \
+#define SANDRUN_REQUIRE_DOCKER(client)                                                           \
+  std::string client##_why_;                                                                     \
+  auto client = ::sandrun::testing::ConnectToDocker(&client##_why_);                             \
+  if (!client) {                                                                                 \
     if (::sandrun::testing::InCi()) FAIL() << "Docker engine required in CI: " << client##_why_; \
-    GTEST_SKIP() << "no Docker engine (" << client##_why_ << "); CI=true makes this a failure"; \
+    GTEST_SKIP() << "no Docker engine (" << client##_why_ << "); CI=true makes this a failure";  \
   }

@@ -26,7 +26,10 @@ struct Collected {
 
 FrameDemuxer Collector(Collected& c) {
   return FrameDemuxer([&c](StreamKind kind, std::string_view bytes) {
-    (kind == StreamKind::kStdout ? c.out : kind == StreamKind::kStderr ? c.err : c.in).append(bytes);
+    (kind == StreamKind::kStdout   ? c.out
+     : kind == StreamKind::kStderr ? c.err
+                                   : c.in)
+        .append(bytes);
     if (c.order.empty() || c.order.back() != kind) c.order.push_back(kind);
     c.largest_piece = std::max(c.largest_piece, bytes.size());
   });
@@ -39,8 +42,8 @@ TEST(FrameDemuxerTest, SeparatesStdoutAndStderrInOrder) {
   ASSERT_TRUE(d.Finish());
   EXPECT_EQ(c.out, "out1\nout2\n");
   EXPECT_EQ(c.err, "err1\n");
-  EXPECT_EQ(c.order,
-            (std::vector<StreamKind>{StreamKind::kStdout, StreamKind::kStderr, StreamKind::kStdout}));
+  EXPECT_EQ(c.order, (std::vector<StreamKind>{StreamKind::kStdout, StreamKind::kStderr,
+                                              StreamKind::kStdout}));
   EXPECT_EQ(d.frames(), 3u);
 }
 

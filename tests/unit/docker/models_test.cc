@@ -152,7 +152,7 @@ INSTANTIATE_TEST_SUITE_P(Engines, NegotiationTest,
                                            NegotiationCase{"1.43", "1.12", "1.43"},
                                            NegotiationCase{"1.51", "1.44", "1.45"},  // Docker 29
                                            NegotiationCase{"1.45", "", "1.45"},
-                                           NegotiationCase{"1.40", "1.12", nullptr},  // too old
+                                           NegotiationCase{"1.40", "1.12", nullptr},    // too old
                                            NegotiationCase{"1.60", "1.50", nullptr}));  // too new
 
 }  // namespace

@@ -63,8 +63,8 @@ TEST(EndpointTest, RejectsBadValues) {
 class FakeDaemon {
  public:
   explicit FakeDaemon(std::function<void(int fd)> behaviour) : behaviour_(std::move(behaviour)) {
-    dir_ = std::filesystem::temp_directory_path() / ("sandrun-fake-" + std::to_string(getpid()) +
-                                                     "-" + std::to_string(counter_++));
+    dir_ = std::filesystem::temp_directory_path() /
+           ("sandrun-fake-" + std::to_string(getpid()) + "-" + std::to_string(counter_++));
     std::filesystem::create_directories(dir_);
     path_ = (dir_ / "docker.sock").string();
     listen_fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -231,8 +231,9 @@ TEST(TransportFaultTest, HijackErrorStatusCarriesTheEngineMessage) {
 TEST(TransportFaultTest, HijackKeepsBytesThatArriveWithTheHead) {
   FakeDaemon daemon([](int fd) {
     ReadRequestHead(fd);
-    WriteAll(fd, "HTTP/1.1 101 UPGRADED\r\nContent-Type: application/vnd.docker.raw-stream\r\n"
-                 "Connection: Upgrade\r\nUpgrade: tcp\r\n\r\nearly bytes");
+    WriteAll(fd,
+             "HTTP/1.1 101 UPGRADED\r\nContent-Type: application/vnd.docker.raw-stream\r\n"
+             "Connection: Upgrade\r\nUpgrade: tcp\r\n\r\nearly bytes");
   });
   auto t = CurlTransport::Create(daemon.endpoint());
   HttpRequest req = Ping(std::chrono::seconds(5));
