@@ -52,7 +52,8 @@ ExecSpec TrueSpec() {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: exec_bench create IMAGE | serial ID N | concurrent ID N | remove ID\n");
+    std::fprintf(stderr,
+                 "usage: exec_bench create IMAGE | serial ID N | concurrent ID N | remove ID\n");
     return 2;
   }
   auto client = Client::FromEnvironment();
