@@ -77,8 +77,8 @@ INSTANTIATE_TEST_SUITE_P(Codes, DockerExitCode,
                                            std::make_pair("sandrun-no-such-command", 127),
                                            std::make_pair("exit 42", 42),
                                            std::make_pair("kill -TERM $$", 143)),
-                         [](const auto& info) {
-                           return "Exit" + std::to_string(info.param.second);
+                         [](const auto& test_case) {
+                           return "Exit" + std::to_string(test_case.param.second);
                          });
 
 TEST_F(DockerExec, StdinRoundTripEndsAtEof) {
