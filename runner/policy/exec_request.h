@@ -1,0 +1,36 @@
+// A validated `exec` tool call (SPEC §2.1, reference §1.1) and who is asking. Parsing from JSON
+// lives in runner/api/tool_call.h; this is the plain value the gate consumes.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+namespace sandrun::policy {
+
+struct ExecRequest {
+  std::string command;                         // required, non-empty, no NUL, <= 1 MiB
+  std::optional<std::string> workdir;
+  std::map<std::string, std::string> env;      // overrides (keys validated by the gate)
+  std::optional<int64_t> yield_ms;
+  bool background = false;
+  std::optional<double> timeout_seconds;       // `timeout` or `timeoutSeconds`; <= 0 means none
+  bool pty = false;
+  std::optional<bool> elevated;
+  std::optional<std::string> host;             // raw value as given (validated by the gate)
+  std::optional<std::string> security;         // accepted and ignored (SPEC §3.6)
+  std::optional<std::string> ask;              // may only tighten
+  std::optional<std::string> node;
+};
+
+// Who is calling (SPEC §3.5): provider "cli" with the OS user as sender, or "api" with the
+// token's name; the agent and session the call belongs to.
+struct Caller {
+  std::string provider = "cli";
+  std::string sender;
+  std::string agent_id = "main";
+  std::string session_key = "main";
+};
+
+}  // namespace sandrun::policy

@@ -1,0 +1,1 @@
+// Tests of the host executor (to be written).

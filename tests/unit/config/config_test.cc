@@ -1,0 +1,1 @@
+// Tests of the config loader (to be written).

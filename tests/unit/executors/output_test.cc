@@ -1,0 +1,1 @@
+// Tests of the output collector (to be written).

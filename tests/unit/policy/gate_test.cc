@@ -1,0 +1,1 @@
+// Tests of the gate (to be written).
