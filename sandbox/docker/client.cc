@@ -53,6 +53,25 @@ Result<long> ContainerPid(int64_t host_pid) {
   return Error(ErrorCode::kNotFound, "no NSpid for pid " + std::to_string(host_pid));
 }
 
+// Runs inside the container as `sh -c SCRIPT sandrun-kill SIGNAL PID`: stops the process and
+// all its descendants (found through /proc/<pid>/stat's ppid field, so children that left the
+// process group are found too), signals them all, then lets them run to receive it. Plain POSIX
+// sh, so it works with busybox and dash alike.
+constexpr char kKillTreeScript[] = R"sh(sig=$1; top=$2
+desc() {
+  for f in /proc/[0-9]*/stat; do
+    IFS= read -r line < "$f" 2>/dev/null || continue
+    rest=${line##*) }; ppid=${rest#* }; ppid=${ppid%% *}
+    if [ "$ppid" = "$1" ]; then p=${f#/proc/}; p=${p%/stat}; echo "$p"; desc "$p"; fi
+  done
+}
+pids="$top $(desc "$top")"
+kill -STOP $pids 2>/dev/null
+kill -"$sig" -- -"$top" 2>/dev/null
+kill -"$sig" $pids 2>/dev/null
+kill -CONT $pids 2>/dev/null
+exit 0)sh";
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -394,13 +413,9 @@ Status Client::KillExec(const std::string& exec_id, int signal, const CallOption
   SANDRUN_ASSIGN_OR_RETURN(ExecInfo info, InspectExec(exec_id, options));
   if (!info.running || info.pid <= 0) return Ok();  // nothing left to kill
   SANDRUN_ASSIGN_OR_RETURN(long pid, ContainerPid(info.pid));
-  // Group first (the exec's shell and its children), then the process itself in case it is not
-  // a group leader; both inside the container, as its own root.
-  std::string n = std::to_string(signal), p = std::to_string(pid);
   ExecSpec killer;
-  killer.cmd = {
-      "/bin/sh", "-c",
-      "kill -" + n + " -- -" + p + " 2>/dev/null; kill -" + n + " " + p + " 2>/dev/null; exit 0"};
+  killer.cmd = {"/bin/sh",          "-c", kKillTreeScript, "sandrun-kill", std::to_string(signal),
+                std::to_string(pid)};
   SANDRUN_ASSIGN_OR_RETURN(int64_t code, RunExec(info.container_id, killer, nullptr, options));
   (void)code;
   return Ok();

@@ -120,8 +120,8 @@ class Client {
   // Create + start + wait: runs one command, streaming its output; returns the exit code.
   Result<int64_t> RunExec(const std::string& container, const ExecSpec& spec,
                           const OutputSink& sink, const CallOptions& options = {});
-  // Sends `signal` to an exec's process and its process group inside the container. Needs the
-  // engine's host /proc (a local engine) to map the exec's pid into the container.
+  // Sends `signal` to an exec's process, its process group and all its descendants inside the
+  // container. Needs the engine's host /proc (a local engine) to map the exec's pid.
   Status KillExec(const std::string& exec_id, int signal, const CallOptions& options = {});
 
  private:

@@ -1,1 +1,322 @@
-// Placeholder until the docker executor lands.
+#include "sandbox/executors/docker_executor.h"
+
+#include <chrono>
+#include <csignal>
+#include <thread>
+
+#include "sandbox/base/sha256.h"
+#include "sandbox/base/slug.h"
+#include "sandbox/docker/models.h"
+#include "sandbox/os/file.h"
+
+namespace sandrun::exec {
+namespace {
+
+constexpr int64_t kHotWindowMs = 5 * 60 * 1000;   // a container used this recently is "hot"
+constexpr int64_t kPruneEveryMs = 5 * 60 * 1000;  // automatic prune at most this often
+constexpr size_t kMaxNameLength = 63;
+
+Error SandboxUnavailable(Error e, const std::string& what) {
+  // Keep the engine's typed code (unreachable, not found, ...) but say what failed to happen.
+  return std::move(e).Wrap("sandbox unavailable (" + what + "), nothing was run");
+}
+
+int64_t ParseInt(const std::string& s) {
+  try {
+    return std::stoll(s);
+  } catch (...) {
+    return 0;
+  }
+}
+
+}  // namespace
+
+std::string ContainerName(const SandboxSpec& spec) {
+  std::string name =
+      spec.container_prefix + spec.instance_id.substr(0, 8) + "-" +
+      (spec.scope_key == "shared" ? std::string("shared") : SlugifyScopeKey(spec.scope_key));
+  if (name.size() > kMaxNameLength) name.resize(kMaxNameLength);
+  return name;
+}
+
+docker::ContainerSpec BuildContainerSpec(const SandboxSpec& spec, int64_t created_at_ms) {
+  docker::ContainerSpec c;
+  c.image = spec.image;
+  c.cmd = {"sleep", "infinity"};
+  for (const auto& [k, v] : spec.container_env) c.env.push_back(k + "=" + v);
+  c.labels = {
+      {kSandboxLabel, "1"}, {kInstanceLabel, spec.instance_id}, {kScopeLabel, spec.scope_key}};
+  if (created_at_ms > 0) c.labels[kCreatedAtLabel] = std::to_string(created_at_ms);
+  c.working_dir = spec.workdir;
+  c.user = spec.user;
+  auto& h = c.host;
+  h.network_mode = spec.network;
+  h.readonly_rootfs = spec.read_only_root;
+  h.cap_drop = spec.cap_drop;
+  h.security_opt = spec.security_opt;
+  for (const auto& mount : spec.tmpfs) {
+    auto it = spec.tmpfs_options.find(mount);
+    h.tmpfs[mount] = it != spec.tmpfs_options.end() ? it->second : "rw,nosuid,nodev";
+  }
+  if (!spec.workspace_host_dir.empty()) {
+    h.binds.push_back(spec.workspace_host_dir + ":" + spec.workdir +
+                      (spec.workspace_read_only ? ":ro" : ""));
+  }
+  h.binds.insert(h.binds.end(), spec.binds.begin(), spec.binds.end());
+  if (spec.pids_limit > 0) h.pids_limit = spec.pids_limit;
+  if (spec.memory_bytes > 0) {
+    h.memory = spec.memory_bytes;
+    h.memory_swap = spec.memory_swap_bytes != 0 ? spec.memory_swap_bytes : spec.memory_bytes;
+  }
+  if (spec.nano_cpus > 0) h.nano_cpus = spec.nano_cpus;
+  h.init = spec.init;
+  return c;
+}
+
+std::string ConfigHash(const SandboxSpec& spec) {
+  // The create request without the creation time, plus the one-time setup command.
+  std::string canonical = docker::BuildContainerCreateBody(BuildContainerSpec(spec, 0));
+  return Sha256Hex("sandrun-sandbox-v1\n" + canonical + "\n" + spec.setup_command).substr(0, 32);
+}
+
+DockerExecutor::DockerExecutor(std::shared_ptr<docker::Client> client)
+    : client_(std::move(client)) {}
+
+Result<EnsuredContainer> DockerExecutor::CreateAndStart(const SandboxSpec& spec,
+                                                        const std::string& name) {
+  if (!spec.workspace_host_dir.empty()) {
+    if (auto made = EnsureDirectory(spec.workspace_host_dir, 0700); !made) {
+      return SandboxUnavailable(std::move(made).error(), "workspace directory");
+    }
+  }
+  int64_t now = NowMs();
+  docker::ContainerSpec create = BuildContainerSpec(spec, now);
+  std::string hash = ConfigHash(spec);
+  create.labels[kConfigHashLabel] = hash;
+  auto id = client_->CreateContainer(name, create);
+  if (!id) {
+    Error e = std::move(id).error();
+    if (e.code == ErrorCode::kNotFound && e.message.find("image") != std::string::npos) {
+      std::string tag = spec.image.substr(spec.image.find(':') + 1);
+      return Error(ErrorCode::kNotFound,
+                   "sandbox unavailable: image " + spec.image +
+                       " not found, nothing was run. Build it first: sandrun image build " + tag);
+    }
+    if (e.code == ErrorCode::kConflict) {
+      // Another sandrun created it a moment ago: use theirs.
+      auto info = client_->InspectContainer(name);
+      if (info && info->state.running) return EnsuredContainer{name, info->id, false};
+    }
+    return SandboxUnavailable(std::move(e), "creating container " + name);
+  }
+  if (auto started = client_->StartContainer(*id); !started) {
+    (void)client_->RemoveContainer(*id, true);
+    return SandboxUnavailable(std::move(started).error(), "starting container " + name);
+  }
+  if (!spec.setup_command.empty()) {
+    docker::ExecSpec setup;
+    setup.cmd = {"/bin/sh", "-lc", spec.setup_command};
+    std::string output;
+    auto code = client_->RunExec(*id, setup, [&](docker::StreamKind, std::string_view b) {
+      if (output.size() < 4096) output.append(b);
+    });
+    if (!code || *code != 0) {
+      (void)client_->RemoveContainer(*id, true);
+      std::string why =
+          code ? "exit code " + std::to_string(*code) + ": " + output : code.error().ToString();
+      return Error(ErrorCode::kInternal,
+                   "sandbox unavailable: setupCommand failed (" + why + "), nothing was run");
+    }
+  }
+  SandboxRegistry registry(spec.state_dir);
+  (void)registry.Update([&](RegistryState& state) {
+    state.containers[name] = RegistryEntry{spec.scope_key, spec.image, hash, now, now};
+  });
+  return EnsuredContainer{name, *id, true};
+}
+
+Result<EnsuredContainer> DockerExecutor::EnsureContainer(const SandboxSpec& spec,
+                                                         std::vector<std::string>* warnings) {
+  std::string name = ContainerName(spec);
+  auto info = client_->InspectContainer(name);
+  if (!info) {
+    if (info.error().code != ErrorCode::kNotFound) {
+      return SandboxUnavailable(std::move(info).error(), "looking up container " + name);
+    }
+    return CreateAndStart(spec, name);
+  }
+  SandboxRegistry registry(spec.state_dir);
+  std::string hash = ConfigHash(spec);
+  auto label = info->labels.find(kConfigHashLabel);
+  if (label == info->labels.end() || label->second != hash) {
+    int64_t last_used = 0;
+    if (auto state = registry.Load(); state) {
+      auto it = state->containers.find(name);
+      if (it != state->containers.end()) last_used = it->second.last_used_at_ms;
+    }
+    if (info->state.running && NowMs() - last_used < kHotWindowMs) {
+      warnings->push_back("Sandbox config changed for " + name +
+                          " (recently used). Recreate to apply: sandrun sandbox recreate --scope " +
+                          spec.scope_key);
+    } else {
+      if (auto removed = client_->RemoveContainer(info->id, true); !removed) {
+        return SandboxUnavailable(std::move(removed).error(),
+                                  "removing outdated container " + name);
+      }
+      return CreateAndStart(spec, name);
+    }
+  }
+  if (!info->state.running) {
+    if (auto started = client_->StartContainer(info->id); !started) {
+      warnings->push_back("Sandbox container " + name + " would not start (" +
+                          started.error().ToString() + "); recreated it.");
+      (void)client_->RemoveContainer(info->id, true);
+      return CreateAndStart(spec, name);
+    }
+  }
+  int64_t now = NowMs();
+  (void)registry.Update([&](RegistryState& state) {
+    auto& entry = state.containers[name];
+    if (entry.created_at_ms == 0) entry.created_at_ms = ParseInt(info->labels[kCreatedAtLabel]);
+    entry.scope_key = spec.scope_key;
+    entry.image = spec.image;
+    entry.config_hash = label == info->labels.end() ? "" : label->second;
+    entry.last_used_at_ms = now;
+  });
+  return EnsuredContainer{name, info->id, false};
+}
+
+Status DockerExecutor::KillExecTree(const std::string& exec_id, int64_t grace_ms) {
+  CallOptions opts{Deadline::After(std::chrono::seconds(10)), nullptr};
+  SANDRUN_RETURN_IF_ERROR(client_->KillExec(exec_id, SIGTERM, opts));
+  auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms);
+  while (std::chrono::steady_clock::now() < until) {
+    auto info = client_->InspectExec(exec_id, opts);
+    if (!info || !info->running) return Ok();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return client_->KillExec(exec_id, SIGKILL, opts);
+}
+
+Result<ExecOutcome> DockerExecutor::Run(const Plan& plan, const LiveSink& live,
+                                        const CancelToken* cancel) {
+  auto started_at = std::chrono::steady_clock::now();
+  ExecOutcome outcome;
+  SANDRUN_ASSIGN_OR_RETURN(EnsuredContainer container,
+                           EnsureContainer(plan.sandbox, &outcome.warnings));
+
+  docker::ExecSpec spec;
+  spec.cmd = {
+      "/bin/sh", "-lc",
+      (plan.prepend_path.empty() ? std::string() : std::string(kPathPrefix)) + plan.command};
+  for (const auto& [k, v] : plan.env) spec.env.push_back(k + "=" + v);
+  if (!plan.prepend_path.empty()) spec.env.push_back("SANDRUN_PREPEND_PATH=" + plan.prepend_path);
+  spec.working_dir = plan.cwd;
+  spec.tty = plan.pty;
+  spec.attach_stdin = plan.pty;
+  if (plan.pty) {
+    spec.console_size = std::make_pair(plan.pty_rows, plan.pty_cols);
+    spec.env.push_back("TERM=" + plan.term);
+  }
+
+  auto exec_id = client_->CreateExec(container.id, spec);
+  if (!exec_id && exec_id.error().code != ErrorCode::kDockerUnreachable) {
+    // The container is there but cannot run anything (stopped, paused, pids exhausted, hung):
+    // kill it and try once more in a fresh one.
+    outcome.warnings.push_back("Sandbox container " + container.name + " was wedged (" +
+                               exec_id.error().ToString() + "); recreated it.");
+    (void)client_->RemoveContainer(container.id, true);
+    SANDRUN_ASSIGN_OR_RETURN(container, EnsureContainer(plan.sandbox, &outcome.warnings));
+    exec_id = client_->CreateExec(container.id, spec);
+  }
+  if (!exec_id) return SandboxUnavailable(std::move(exec_id).error(), "creating the exec");
+
+  OutputCollector collector(plan.max_output_chars, live);
+  auto sink = [&](docker::StreamKind kind, std::string_view bytes) {
+    collector.Append(kind == docker::StreamKind::kStderr ? Stream::kStderr : Stream::kStdout,
+                     bytes);
+  };
+  CallOptions opts;
+  opts.cancel = cancel;
+  if (plan.timeout_ms > 0)
+    opts.deadline = Deadline::After(std::chrono::milliseconds(plan.timeout_ms));
+
+  Status streamed = Ok();
+  if (plan.pty) {
+    auto stream = client_->AttachExec(*exec_id, spec, opts);
+    streamed = stream ? (*stream)->PumpToEnd(sink, opts) : Status(std::move(stream).error());
+  } else {
+    streamed = client_->StartExec(*exec_id, false, sink, opts);
+  }
+
+  outcome.cwd = plan.cwd;
+  outcome.where = "container " + container.name;
+  if (!streamed) {
+    ErrorCode code = streamed.error().code;
+    (void)KillExecTree(*exec_id, plan.kill_grace_ms);
+    if (code == ErrorCode::kTimeout && plan.timeout_ms > 0) {
+      outcome.status = ExecOutcome::Status::kTimedOut;
+    } else if (code == ErrorCode::kCancelled) {
+      outcome.status = ExecOutcome::Status::kAborted;
+    } else {
+      return std::move(streamed).error().Wrap("running in " + container.name);
+    }
+  } else {
+    auto exit =
+        client_->WaitExecExit(*exec_id, {Deadline::After(std::chrono::seconds(10)), cancel});
+    if (exit) {
+      outcome.status = ExecOutcome::Status::kExited;
+      outcome.exit_code = static_cast<int>(*exit);
+    } else {
+      outcome.status = ExecOutcome::Status::kAborted;
+    }
+  }
+  outcome.aggregated = collector.Text();
+  outcome.total_bytes = collector.total_bytes();
+  outcome.truncated = collector.truncated();
+  outcome.duration_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::steady_clock::now() - started_at)
+                            .count();
+  MaybePrune(plan.sandbox);
+  return outcome;
+}
+
+Result<std::vector<std::string>> DockerExecutor::Prune(const std::string& instance_id,
+                                                       const std::string& state_dir,
+                                                       double idle_hours, double max_age_days) {
+  SANDRUN_ASSIGN_OR_RETURN(
+      auto containers, client_->ListContainers({std::string(kInstanceLabel) + "=" + instance_id},
+                                               /*all=*/true));
+  SandboxRegistry registry(state_dir);
+  RegistryState state = registry.Load().value_or(RegistryState{});
+  int64_t now = NowMs();
+  std::vector<std::string> removed;
+  for (const auto& c : containers) {
+    std::string name = c.names.empty() ? c.id : c.names.front();
+    int64_t created = ParseInt(c.labels.count(kCreatedAtLabel) ? c.labels.at(kCreatedAtLabel) : "");
+    if (created == 0) created = c.created * 1000;
+    int64_t last_used = created;
+    if (auto it = state.containers.find(name); it != state.containers.end()) {
+      last_used = std::max(last_used, it->second.last_used_at_ms);
+    }
+    bool idle = idle_hours > 0 && static_cast<double>(now - last_used) > idle_hours * 3600e3;
+    bool old = max_age_days > 0 && static_cast<double>(now - created) > max_age_days * 86400e3;
+    if (!idle && !old) continue;
+    if (client_->RemoveContainer(c.id, true)) removed.push_back(name);
+  }
+  (void)registry.Update([&](RegistryState& s) {
+    for (const auto& name : removed) s.containers.erase(name);
+    s.last_prune_at_ms = now;
+  });
+  return removed;
+}
+
+void DockerExecutor::MaybePrune(const SandboxSpec& spec) {
+  if (spec.prune_idle_hours <= 0 && spec.prune_max_age_days <= 0) return;
+  SandboxRegistry registry(spec.state_dir);
+  auto state = registry.Load();
+  if (state && NowMs() - state->last_prune_at_ms < kPruneEveryMs) return;
+  (void)Prune(spec.instance_id, spec.state_dir, spec.prune_idle_hours, spec.prune_max_age_days);
+}
+
+}  // namespace sandrun::exec

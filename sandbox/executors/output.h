@@ -11,6 +11,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace sandrun::exec {
 
@@ -19,20 +20,21 @@ using LiveSink = std::function<void(Stream, std::string_view)>;
 
 struct ExecOutcome {
   enum class Status {
-    kExited,      // exit_code is valid
-    kSignaled,    // signal is valid
-    kTimedOut,    // the plan's timeout fired; the process tree was killed
-    kAborted,     // ended without an exit status we could capture
+    kExited,    // exit_code is valid
+    kSignaled,  // signal is valid
+    kTimedOut,  // the plan's timeout fired; the process tree was killed
+    kAborted,   // ended without an exit status we could capture
   };
   Status status = Status::kAborted;
   int exit_code = -1;
   int signal = 0;
   int64_t duration_ms = 0;
-  std::string aggregated;      // merged stdout+stderr, tail-capped, sanitised
-  uint64_t total_bytes = 0;    // everything the command printed
+  std::string aggregated;    // merged stdout+stderr, tail-capped, sanitised
+  uint64_t total_bytes = 0;  // everything the command printed
   bool truncated = false;
   std::string cwd;
-  std::string where;           // "container <name>" or "host"
+  std::string where;                  // "container <name>" or "host"
+  std::vector<std::string> warnings;  // learned while running (e.g. a recreated container)
 };
 
 // Keeps the last `max_chars` characters of the merged output (a ring of bytes, trimmed to a

@@ -1,6 +1,7 @@
 #include "sandbox/os/file.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -50,6 +51,54 @@ Result<std::vector<std::string>> ListFilesRecursive(const std::string& dir) {
   }
   std::sort(out.begin(), out.end());
   return out;
+}
+
+Status WriteFileAtomic(const std::string& path, std::string_view content, unsigned mode,
+                       bool durable) {
+  std::string tmp = path + ".tmp-" + std::to_string(::getpid());
+  UniqueFd fd(
+      ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, static_cast<mode_t>(mode)));
+  if (!fd.valid()) return Error::FromErrno(errno, "cannot create " + tmp);
+  ::fchmod(fd.get(), static_cast<mode_t>(mode));  // the umask must not widen or narrow it
+  while (!content.empty()) {
+    ssize_t n = ::write(fd.get(), content.data(), content.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      Error e = Error::FromErrno(errno, "cannot write " + tmp);
+      ::unlink(tmp.c_str());
+      return e;
+    }
+    content.remove_prefix(static_cast<size_t>(n));
+  }
+  if (durable && ::fsync(fd.get()) != 0) {
+    Error e = Error::FromErrno(errno, "cannot fsync " + tmp);
+    ::unlink(tmp.c_str());
+    return e;
+  }
+  fd.reset();
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    Error e = Error::FromErrno(errno, "cannot rename " + tmp + " to " + path);
+    ::unlink(tmp.c_str());
+    return e;
+  }
+  return Ok();
+}
+
+Result<FileLock> FileLock::Acquire(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) return Error::FromErrno(errno, "cannot open lock file " + path);
+  while (::flock(fd, LOCK_EX) != 0) {
+    if (errno != EINTR) {
+      Error e = Error::FromErrno(errno, "cannot lock " + path);
+      ::close(fd);
+      return e;
+    }
+  }
+  return FileLock(fd);
+}
+
+FileLock::~FileLock() {
+  if (fd_ >= 0) ::close(fd_);  // closing releases the flock
 }
 
 Status EnsureDirectory(const std::string& path, unsigned mode) {

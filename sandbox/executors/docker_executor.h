@@ -1,0 +1,70 @@
+// Runs plans in the scope's sandbox container through the Engine API: finds or creates the
+// container (one per scope and instance, SPEC §4), runs `/bin/sh -lc PREFIX+command` as an exec,
+// streams its output, enforces the timeout by killing the exec's process tree in the container.
+// Fails closed: when the engine, the image or the container is unavailable, nothing runs.
+//
+// Pattern of use:
+//   DockerExecutor executor(client);
+//   SANDRUN_ASSIGN_OR_RETURN(ExecOutcome out, executor.Run(plan, live, &cancel));
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sandbox/docker/client.h"
+#include "sandbox/executors/executor.h"
+#include "sandbox/executors/sandbox_registry.h"
+
+namespace sandrun::exec {
+
+inline constexpr char kSandboxLabel[] = "sandrun.sandbox";
+inline constexpr char kInstanceLabel[] = "sandrun.instance";
+inline constexpr char kScopeLabel[] = "sandrun.scope";
+inline constexpr char kConfigHashLabel[] = "sandrun.configHash";
+inline constexpr char kCreatedAtLabel[] = "sandrun.createdAtMs";
+// The script prefix that puts SANDRUN_PREPEND_PATH first after the login profile reset PATH.
+inline constexpr char kPathPrefix[] =
+    "export PATH=\"${SANDRUN_PREPEND_PATH}:$PATH\"; unset SANDRUN_PREPEND_PATH; ";
+
+// Container name for a scope: <prefix><instance8>-<slug>, at most 63 characters.
+std::string ContainerName(const SandboxSpec& spec);
+// Hash of everything that shapes the container; a change means the container is recreated.
+std::string ConfigHash(const SandboxSpec& spec);
+// The Engine API create request for the spec (labels included).
+docker::ContainerSpec BuildContainerSpec(const SandboxSpec& spec, int64_t created_at_ms);
+
+struct EnsuredContainer {
+  std::string name;
+  std::string id;
+  bool created = false;
+};
+
+class DockerExecutor final : public Executor {
+ public:
+  explicit DockerExecutor(std::shared_ptr<docker::Client> client);
+
+  Result<ExecOutcome> Run(const Plan& plan, const LiveSink& live,
+                          const CancelToken* cancel) override;
+
+  // Finds the scope's container, (re)creating and starting it as needed. Warnings (e.g. a config
+  // change on a hot container) are appended to `warnings`.
+  Result<EnsuredContainer> EnsureContainer(const SandboxSpec& spec,
+                                           std::vector<std::string>* warnings);
+
+  // Removes this instance's containers idle longer than idle_hours or older than max_age_days
+  // (0 disables either). Returns the names removed.
+  Result<std::vector<std::string>> Prune(const std::string& instance_id,
+                                         const std::string& state_dir, double idle_hours,
+                                         double max_age_days);
+  // Prune at most every 5 minutes (tracked in the registry); errors are ignored.
+  void MaybePrune(const SandboxSpec& spec);
+
+ private:
+  Result<EnsuredContainer> CreateAndStart(const SandboxSpec& spec, const std::string& name);
+  Status KillExecTree(const std::string& exec_id, int64_t grace_ms);
+
+  std::shared_ptr<docker::Client> client_;
+};
+
+}  // namespace sandrun::exec

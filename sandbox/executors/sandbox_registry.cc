@@ -1,0 +1,101 @@
+#include "sandbox/executors/sandbox_registry.h"
+
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include <chrono>
+#include <cstdio>
+
+#include "sandbox/base/json.h"
+#include "sandbox/os/file.h"
+
+namespace sandrun::exec {
+namespace {
+
+RegistryState Parse(const rapidjson::Document& doc) {
+  RegistryState state;
+  state.last_prune_at_ms = JsonInt(doc, "lastPruneAtMs");
+  const auto* containers = JsonMember(doc, "containers");
+  if (containers == nullptr || !containers->IsObject()) return state;
+  for (const auto& m : containers->GetObject()) {
+    RegistryEntry e;
+    e.scope_key = JsonString(m.value, "scopeKey");
+    e.image = JsonString(m.value, "image");
+    e.config_hash = JsonString(m.value, "configHash");
+    e.created_at_ms = JsonInt(m.value, "createdAtMs");
+    e.last_used_at_ms = JsonInt(m.value, "lastUsedAtMs");
+    state.containers.emplace(m.name.GetString(), std::move(e));
+  }
+  return state;
+}
+
+std::string Serialize(const RegistryState& state) {
+  rapidjson::StringBuffer buffer;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
+  w.StartObject();
+  w.Key("version");
+  w.Int(1);
+  w.Key("lastPruneAtMs");
+  w.Int64(state.last_prune_at_ms);
+  w.Key("containers");
+  w.StartObject();
+  for (const auto& [name, e] : state.containers) {
+    w.Key(name.c_str());
+    w.StartObject();
+    w.Key("scopeKey");
+    w.String(e.scope_key.c_str());
+    w.Key("image");
+    w.String(e.image.c_str());
+    w.Key("configHash");
+    w.String(e.config_hash.c_str());
+    w.Key("createdAtMs");
+    w.Int64(e.created_at_ms);
+    w.Key("lastUsedAtMs");
+    w.Int64(e.last_used_at_ms);
+    w.EndObject();
+  }
+  w.EndObject();
+  w.EndObject();
+  return std::string(buffer.GetString(), buffer.GetSize()) + "\n";
+}
+
+}  // namespace
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+SandboxRegistry::SandboxRegistry(std::string state_dir)
+    : dir_(std::move(state_dir) + "/sandbox"), path_(dir_ + "/containers.json") {}
+
+Result<RegistryState> SandboxRegistry::Load() const {
+  auto text = ReadFile(path_, 16u << 20);
+  if (!text) {
+    if (text.error().code == ErrorCode::kNotFound) return RegistryState{};
+    return std::move(text).error();
+  }
+  JsonParseOptions options;
+  options.source_name = path_;
+  auto doc = ParseJson(*text, options);
+  if (!doc) return std::move(doc).error();
+  return Parse(*doc);
+}
+
+Status SandboxRegistry::UpdateWith(void (*fn)(RegistryState&, void*), void* ctx) {
+  SANDRUN_RETURN_IF_ERROR(EnsureDirectory(dir_, 0700));
+  SANDRUN_ASSIGN_OR_RETURN(FileLock lock, FileLock::Acquire(path_ + ".lock"));
+  auto state = Load();
+  if (!state) {
+    // Bookkeeping only: keep the unreadable file for a human and start afresh.
+    std::string aside = path_ + ".corrupt-" + std::to_string(NowMs());
+    std::rename(path_.c_str(), aside.c_str());
+    state = RegistryState{};
+  }
+  fn(*state, ctx);
+  // Not fsync'd: losing a last-used time in a crash only delays a prune.
+  return WriteFileAtomic(path_, Serialize(*state), 0600, /*durable=*/false);
+}
+
+}  // namespace sandrun::exec

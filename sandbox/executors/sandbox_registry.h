@@ -1,0 +1,54 @@
+// $SANDRUN_HOME/sandbox/containers.json: when each sandbox container was created and last used,
+// so idle ones can be pruned and a hot one is not recreated under a running agent. Updates are
+// atomic and serialised with an advisory lock; a corrupt file is set aside, never trusted.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <type_traits>
+
+#include "sandbox/base/result.h"
+
+namespace sandrun::exec {
+
+struct RegistryEntry {
+  std::string scope_key;
+  std::string image;
+  std::string config_hash;
+  int64_t created_at_ms = 0;
+  int64_t last_used_at_ms = 0;
+};
+
+struct RegistryState {
+  std::map<std::string, RegistryEntry> containers;  // by container name
+  int64_t last_prune_at_ms = 0;
+};
+
+class SandboxRegistry {
+ public:
+  explicit SandboxRegistry(std::string state_dir);
+
+  Result<RegistryState> Load() const;
+  // Applies `update` to the current state under the lock and writes it back.
+  template <typename F>
+  Status Update(F&& update);
+
+  const std::string& path() const { return path_; }
+
+ private:
+  Status UpdateWith(void (*fn)(RegistryState&, void*), void* ctx);
+  std::string dir_;
+  std::string path_;
+};
+
+template <typename F>
+Status SandboxRegistry::Update(F&& update) {
+  return UpdateWith([](RegistryState& state,
+                       void* ctx) { (*static_cast<std::remove_reference_t<F>*>(ctx))(state); },
+                    &update);
+}
+
+int64_t NowMs();
+
+}  // namespace sandrun::exec
