@@ -1,9 +1,11 @@
 #include "runner/config/state_dir.h"
 
 #include <pwd.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -50,6 +52,40 @@ Status EnsureStateDir(const std::string& path) {
                                            path);
   }
   return Ok();
+}
+
+Result<std::string> LoadOrCreateInstanceId(const std::string& state_dir) {
+  std::string path = state_dir + "/instance-id";
+  auto existing = ReadFile(path, 4096);
+  if (existing) {
+    std::string id = *existing;
+    while (!id.empty() && (id.back() == '\n' || id.back() == ' ')) id.pop_back();
+    bool valid = id.size() >= 8;
+    for (char c : id) valid = valid && std::isxdigit(static_cast<unsigned char>(c));
+    if (valid) return id;
+    return Error(ErrorCode::kInvalidArgument,
+                 path + " is not a hex instance id; remove it to have a new one created");
+  }
+  if (existing.error().code != ErrorCode::kNotFound) return std::move(existing).error();
+  unsigned char bytes[8];
+  if (::getrandom(bytes, sizeof bytes, 0) != static_cast<ssize_t>(sizeof bytes)) {
+    return Error::FromErrno(errno, "getrandom");
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string id;
+  for (unsigned char b : bytes) {
+    id.push_back(kHex[b >> 4]);
+    id.push_back(kHex[b & 15]);
+  }
+  SANDRUN_RETURN_IF_ERROR(EnsureStateDir(state_dir));
+  // Another process may have raced us: link() fails if the file appeared, and then theirs wins.
+  std::string tmp = path + ".new-" + std::to_string(::getpid());
+  SANDRUN_RETURN_IF_ERROR(WriteFileAtomic(tmp, id + "\n", 0600));
+  int rc = ::link(tmp.c_str(), path.c_str());
+  ::unlink(tmp.c_str());
+  if (rc != 0 && errno == EEXIST) return LoadOrCreateInstanceId(state_dir);
+  if (rc != 0) return Error::FromErrno(errno, "cannot create " + path);
+  return id;
 }
 
 }  // namespace sandrun::config

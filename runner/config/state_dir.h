@@ -15,4 +15,8 @@ Result<std::string> StateDirPath();
 // accessible to group or others. The error says how to fix it.
 Status EnsureStateDir(const std::string& path);
 
+// The instance id in <state_dir>/instance-id (16 hex digits), created once with 0600. Two state
+// dirs on one engine never share containers because container names carry it.
+Result<std::string> LoadOrCreateInstanceId(const std::string& state_dir);
+
 }  // namespace sandrun::config

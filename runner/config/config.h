@@ -1,0 +1,78 @@
+// The config file loader: config.json (OpenClaw-compatible keys, JSON with comments and trailing
+// commas) into the typed settings of settings.h, validated in full at load time.
+//
+// Layout of the file:
+//   {
+//     "tools":   {"exec": {...}, "elevated": {...}, "allow": [...], "deny": [...]},
+//     "sandbox": {"mode": ..., "scope": ..., "docker": {...}, "prune": {...}, ...},
+//     "agents": {
+//       "defaults": {"tools": ..., "sandbox": ..., "workspace": ...},  // alias of the global level
+//       "<id>":     {"tools": ..., "sandbox": ..., "workspace": ...},  // per agent
+//       "list":     [{"id": "<id>", ...}],  // OpenClaw's agents.list[] form, same content
+//       "entries":  {"<id>": {...}}         // OpenClaw's agents.entries.<id> form
+//     },
+//     "$schema": ..., "version": ...         // accepted, ignored
+//   }
+// The global level is the built-in defaults, then agents.defaults.*, then the top-level tools /
+// sandbox keys (the later wins key by key). An agent's settings are the global ones with the
+// agent's keys replacing them key by key (objects merged recursively), except that
+// sandbox.docker.env entries are merged over the global entries, sandbox.docker.binds are
+// appended to the global ones, and under an effective sandbox.scope "shared" the agent's
+// sandbox.docker and sandbox.prune are ignored (one container for everyone; a warning says so).
+// At the global level sandbox.docker.env replaces the built-in {"LANG": "C.UTF-8"} (OpenClaw).
+//
+// Normalisation: enum strings are trimmed and case-insensitive (host and defaultLevel are stored
+// lowercase); paths starting with "~/" (workspaceRoot, workspace) are expanded with $HOME;
+// backgroundMs, maxOutputChars, pendingMaxOutputChars and cleanupMs are clamped to OpenClaw's
+// ranges (with a warning); memory sizes accept "512m", "1.5g" etc. (binary units).
+//
+// Pattern of use:
+//   SANDRUN_ASSIGN_OR_RETURN(config::Config cfg, config::LoadConfigFor(flags.config, state_dir));
+//   for (const auto& w : cfg.warnings) std::cerr << "sandrun: " << w << "\n";
+//   config::AgentSettings settings = cfg.ForAgent(flags.agent);
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runner/config/settings.h"
+#include "sandbox/base/result.h"
+
+namespace sandrun::config {
+
+struct Config {
+  std::string source_path;            // "" when no file was found (defaults only)
+  std::vector<std::string> warnings;  // "config.json:12:5: unknown key tools.exec.foo (ignored)"
+
+  AgentSettings global;                         // defaults + agents.defaults + top-level keys
+  std::map<std::string, AgentSettings> agents;  // agents.<id>, already merged over `global`
+
+  // The global settings with agents.<agent_id> merged over them (`global` for an agent the file
+  // does not mention).
+  AgentSettings ForAgent(const std::string& agent_id) const;
+};
+
+// Loads `path`. If `must_exist` is false and the file does not exist, returns the defaults
+// (source_path ""). A file that is empty (or only whitespace and comments) means the defaults.
+// Errors (code kInvalidArgument) name the file, the line and the column:
+//   syntax:          "FILE:LINE:COL: <reason>"
+//   wrong value:     "FILE:LINE:COL: tools.exec.timeoutSeconds: expected a non-negative integer,
+//                     got \"abc\""
+//   enum:            "FILE:LINE:COL: tools.exec.host: expected one of auto, sandbox, gateway, node,
+//                     got \"spark\""
+//   duplicate keys:  "FILE:LINE:COL: duplicate key tools.exec.host (first at line N)"
+// A missing file with `must_exist` is kNotFound. Unknown keys are warnings, not errors.
+Result<Config> LoadConfig(const std::string& path, bool must_exist);
+
+// The config path: `explicit_path` (--config) if non-empty, and then it must exist; otherwise
+// `state_dir`/config.json (optional). An empty `state_dir` means StateDirPath().
+Result<Config> LoadConfigFor(const std::string& explicit_path, const std::string& state_dir);
+
+// Parses a byte count: a non-negative integer, or a string "<number>[k|m|g|t][b]" (binary units,
+// case-insensitive, fractions allowed: "1.5g"). Returns an error message on failure.
+Result<int64_t> ParseByteSize(std::string_view text);
+
+}  // namespace sandrun::config
