@@ -2,32 +2,17 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
-#include <iostream>
 #include <string>
 
+#include "runner/api/cli_context.h"
 #include "runner/api/doctor.h"
+#include "runner/api/exec_cmd.h"
+#include "runner/api/sandbox_cmd.h"
 #include "sandbox/docker/client.h"
 #include "sandbox/docker/image_build.h"
 
 namespace sandrun::api {
 namespace {
-
-constexpr int kExitOk = 0;
-constexpr int kExitFailure = 1;
-constexpr int kExitUsage = 2;
-
-// Options that come before the subcommand and apply to all of them (SPEC §2.2).
-struct GlobalOptions {
-  std::string config_file;
-  std::string agent = "main";
-  std::string session;
-  std::string workspace;
-  std::string server;
-};
-
-void PrintError(const std::string& message) {
-  std::fprintf(stderr, "sandrun: %s\n", message.c_str());
-}
 
 int RunDoctorCommand(bool json) {
   DoctorReport report = RunDoctor();
@@ -45,7 +30,7 @@ int RunImageBuild(const std::string& name, bool force, const std::string& images
   };
   if (auto valid = docker::ValidateRecipe(options.images_dir, name); !valid) {
     PrintError(valid.error().ToString());
-    return kExitUsage;
+    return kExitRefused;
   }
   auto client = docker::Client::FromEnvironment();
   if (!client) {
@@ -61,7 +46,32 @@ int RunImageBuild(const std::string& name, bool force, const std::string& images
   return kExitOk;
 }
 
+void AddExecFlags(CLI::App* exec, ExecFlags& f) {
+  exec->add_option("--host", f.host, "auto | sandbox | gateway | node");
+  exec->add_option("--security", f.security, "Accepted and ignored: a call cannot change it");
+  exec->add_option("--ask", f.ask, "off | on-miss | always (may only tighten)");
+  exec->add_flag("--elevated", f.elevated, "Ask for elevated (host) execution");
+  exec->add_option("--workdir", f.workdir, "Working directory (container or host path)");
+  exec->add_option("--env", f.env, "KEY=VALUE for the command (repeatable)");
+  exec->add_option("--timeout", f.timeout, "Seconds before the command is killed (0: none)")
+      ->check(CLI::NonNegativeNumber);
+  exec->add_option("--yield-ms", f.yield_ms, "Background after this long (needs sandrun serve)")
+      ->check(CLI::NonNegativeNumber);
+  exec->add_flag("--background", f.background, "Return at once (needs sandrun serve)");
+  exec->add_flag("--pty", f.pty, "Run with a pseudo-terminal");
+  exec->add_flag("--json", f.json, "Print the result object instead of streaming");
+  exec->add_option("command", f.command, "The shell command (after --)")->required();
+}
+
 }  // namespace
+
+void PrintError(const std::string& message) {
+  std::fprintf(stderr, "sandrun: %s\n", message.c_str());
+}
+
+void PrintWarning(const std::string& message) {
+  std::fprintf(stderr, "sandrun: %s\n", message.c_str());
+}
 
 int RunCli(int argc, char** argv) {
   CLI::App app{
@@ -75,9 +85,33 @@ int RunCli(int argc, char** argv) {
   GlobalOptions global;
   app.add_option("--config", global.config_file, "Config file (default $SANDRUN_HOME/config.json)");
   app.add_option("--agent", global.agent, "Agent id")->capture_default_str();
-  app.add_option("--session", global.session, "Session key");
+  app.add_option("--session", global.session, "Session key")->capture_default_str();
   app.add_option("--workspace", global.workspace, "The agent's workspace directory");
   app.add_option("--server", global.server, "Socket of a running `sandrun serve`");
+
+  std::string call_json;
+  CLI::App* call = app.add_subcommand("call", "Run one tool call (JSON argument or stdin)");
+  call->add_option("JSON", call_json, "The tool call, or - for stdin (default)");
+
+  ExecFlags exec_flags;
+  CLI::App* exec = app.add_subcommand(
+      "exec", "Run a shell command (sandboxed by default), streaming its output");
+  AddExecFlags(exec, exec_flags);
+
+  SandboxCommand sandbox_cmd;
+  CLI::App* sandbox = app.add_subcommand("sandbox", "Inspect and manage sandbox containers");
+  sandbox->require_subcommand(1);
+  CLI::App* sandbox_list = sandbox->add_subcommand("list", "This state dir's containers");
+  sandbox_list->add_flag("--json", sandbox_cmd.json, "Print JSON");
+  CLI::App* sandbox_recreate =
+      sandbox->add_subcommand("recreate", "Remove containers; they are recreated on next use");
+  sandbox_recreate->add_flag("--all", sandbox_cmd.all, "Every container of this state dir");
+  sandbox_recreate->add_option("--scope", sandbox_cmd.scope, "A scope key (agent:ID, shared, ...)");
+  sandbox_recreate->add_option("--agent", sandbox_cmd.agent, "The scope agent:ID");
+  sandbox_recreate->add_option("--session", sandbox_cmd.session, "A session scope key");
+  CLI::App* sandbox_prune =
+      sandbox->add_subcommand("prune", "Remove idle (24 h) and old (7 d) containers");
+  sandbox_prune->add_flag("--all", sandbox_cmd.all, "Remove every container of this state dir");
 
   bool doctor_json = false;
   CLI::App* doctor = app.add_subcommand(
@@ -99,13 +133,21 @@ int RunCli(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     int code = app.exit(e);
-    return code == 0 ? kExitOk : kExitUsage;
+    return code == 0 ? kExitOk : kExitRefused;
   }
 
+  if (call->parsed()) return RunCallCommand(global, call_json);
+  if (exec->parsed()) return RunExecCommand(global, exec_flags);
+  if (sandbox->parsed()) {
+    sandbox_cmd.action = sandbox_list->parsed()       ? "list"
+                         : sandbox_recreate->parsed() ? "recreate"
+                                                      : "prune";
+    return RunSandboxCommand(global, sandbox_cmd);
+  }
   if (doctor->parsed()) return RunDoctorCommand(doctor_json);
   if (image_build->parsed()) return RunImageBuild(image_name, image_force, images_dir);
   PrintError("no command given (see sandrun --help)");
-  return kExitUsage;
+  return kExitRefused;
 }
 
 }  // namespace sandrun::api

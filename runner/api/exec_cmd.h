@@ -1,0 +1,31 @@
+// `sandrun call [JSON|-]` and `sandrun exec [flags] -- COMMAND` (SPEC §2.2).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "runner/api/cli_context.h"
+
+namespace sandrun::api {
+
+// Reads the call from `json_arg` (or stdin when it is empty or "-"), prints one JSON object.
+// Exit: 0 handled, 2 refused before anything ran, 1 internal failure.
+int RunCallCommand(const GlobalOptions& global, const std::string& json_arg);
+
+struct ExecFlags {
+  std::string host, security, ask, workdir;
+  bool elevated = false;
+  std::vector<std::string> env;  // K=V
+  double timeout = -1;           // < 0: not given
+  long long yield_ms = -1;       // < 0: not given
+  bool background = false;
+  bool pty = false;
+  bool json = false;
+  std::vector<std::string> command;  // joined with spaces
+};
+
+// Streams the command's output to our stdout/stderr and exits with its exit code (124 on
+// timeout, 128+N on signal N), or 2 when refused; with --json prints the result object.
+int RunExecCommand(const GlobalOptions& global, const ExecFlags& flags);
+
+}  // namespace sandrun::api

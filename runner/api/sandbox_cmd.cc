@@ -1,0 +1,143 @@
+#include "runner/api/sandbox_cmd.h"
+
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include <cstdio>
+#include <ctime>
+
+#include "runner/config/config.h"
+#include "runner/config/state_dir.h"
+#include "sandbox/docker/client.h"
+#include "sandbox/executors/docker_executor.h"
+#include "sandbox/executors/sandbox_registry.h"
+
+namespace sandrun::api {
+namespace {
+
+std::string FormatTime(int64_t ms) {
+  if (ms <= 0) return "-";
+  std::time_t t = static_cast<std::time_t>(ms / 1000);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", std::localtime(&t));
+  return buf;
+}
+
+}  // namespace
+
+int RunSandboxCommand(const GlobalOptions& global, const SandboxCommand& cmd) {
+  auto state_dir = config::StateDirPath();
+  if (!state_dir) {
+    PrintError(state_dir.error().ToString());
+    return kExitFailure;
+  }
+  auto cfg = config::LoadConfigFor(global.config_file, *state_dir);
+  if (!cfg) {
+    PrintError(cfg.error().ToString());
+    return kExitRefused;
+  }
+  auto instance = config::LoadOrCreateInstanceId(*state_dir);
+  if (!instance) {
+    PrintError(instance.error().ToString());
+    return kExitFailure;
+  }
+  auto client_or = docker::Client::FromEnvironment();
+  if (!client_or) {
+    PrintError(client_or.error().ToString());
+    return kExitFailure;
+  }
+  std::shared_ptr<docker::Client> client = std::move(client_or).value();
+  auto containers =
+      client->ListContainers({std::string(exec::kInstanceLabel) + "=" + *instance}, true);
+  if (!containers) {
+    PrintError(containers.error().ToString());
+    return kExitFailure;
+  }
+  exec::SandboxRegistry registry(*state_dir);
+  exec::RegistryState state = registry.Load().value_or(exec::RegistryState{});
+
+  if (cmd.action == "list") {
+    if (cmd.json) {
+      rapidjson::StringBuffer buffer;
+      rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
+      w.StartArray();
+      for (const auto& c : *containers) {
+        std::string name = c.names.empty() ? c.id : c.names.front();
+        auto entry = state.containers.find(name);
+        w.StartObject();
+        w.Key("name");
+        w.String(name.c_str());
+        w.Key("scope");
+        w.String(c.labels.count(exec::kScopeLabel) ? c.labels.at(exec::kScopeLabel).c_str() : "");
+        w.Key("state");
+        w.String(c.state.c_str());
+        w.Key("image");
+        w.String(c.image.c_str());
+        w.Key("lastUsedAtMs");
+        w.Int64(entry == state.containers.end() ? 0 : entry->second.last_used_at_ms);
+        w.EndObject();
+      }
+      w.EndArray();
+      std::printf("%s\n", buffer.GetString());
+      return kExitOk;
+    }
+    std::printf("%-40s %-20s %-9s %-26s %s\n", "NAME", "SCOPE", "STATE", "IMAGE", "LAST USED");
+    for (const auto& c : *containers) {
+      std::string name = c.names.empty() ? c.id : c.names.front();
+      auto entry = state.containers.find(name);
+      std::string scope = c.labels.count(exec::kScopeLabel) ? c.labels.at(exec::kScopeLabel) : "";
+      std::printf(
+          "%-40s %-20s %-9s %-26s %s\n", name.c_str(), scope.c_str(), c.state.c_str(),
+          c.image.c_str(),
+          FormatTime(entry == state.containers.end() ? 0 : entry->second.last_used_at_ms).c_str());
+    }
+    return kExitOk;
+  }
+
+  if (cmd.action == "recreate") {
+    std::string scope = !cmd.scope.empty()     ? cmd.scope
+                        : !cmd.agent.empty()   ? "agent:" + cmd.agent
+                        : !cmd.session.empty() ? cmd.session
+                                               : "";
+    if (!cmd.all && scope.empty()) {
+      PrintError("sandbox recreate needs --all, --scope KEY, --agent ID or --session KEY");
+      return kExitRefused;
+    }
+    std::vector<std::string> removed;
+    for (const auto& c : *containers) {
+      auto label = c.labels.find(exec::kScopeLabel);
+      if (!cmd.all && (label == c.labels.end() || label->second != scope)) continue;
+      std::string name = c.names.empty() ? c.id : c.names.front();
+      if (auto st = client->RemoveContainer(c.id, true); !st) {
+        PrintError("cannot remove " + name + ": " + st.error().ToString());
+        return kExitFailure;
+      }
+      removed.push_back(name);
+      std::printf("removed %s (recreated on next use)\n", name.c_str());
+    }
+    (void)registry.Update([&](exec::RegistryState& s) {
+      for (const auto& name : removed) s.containers.erase(name);
+    });
+    if (removed.empty()) std::printf("no matching sandbox containers\n");
+    return kExitOk;
+  }
+
+  if (cmd.action == "prune") {
+    exec::DockerExecutor executor(client);
+    config::AgentSettings settings = cfg->ForAgent(global.agent);
+    double idle = cmd.all ? 1e-9 : settings.sandbox.prune.idle_hours;
+    double age = cmd.all ? 1e-9 : settings.sandbox.prune.max_age_days;
+    auto removed = executor.Prune(*instance, *state_dir, idle, age);
+    if (!removed) {
+      PrintError(removed.error().ToString());
+      return kExitFailure;
+    }
+    for (const auto& name : *removed) std::printf("removed %s\n", name.c_str());
+    std::printf("pruned %zu container%s\n", removed->size(), removed->size() == 1 ? "" : "s");
+    return kExitOk;
+  }
+  PrintError("unknown sandbox action " + cmd.action);
+  return kExitRefused;
+}
+
+}  // namespace sandrun::api

@@ -1,0 +1,257 @@
+#include "runner/api/tool_call.h"
+
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include <cmath>
+#include <csignal>
+#include <cstring>
+
+#include "sandbox/base/json.h"
+
+namespace sandrun::api {
+namespace {
+
+using Writer = rapidjson::Writer<rapidjson::StringBuffer>;
+
+ToolError Invalid(std::string message) { return ToolError{"invalid-request", std::move(message)}; }
+
+const char* TypeName(const rapidjson::Value& v) {
+  if (v.IsNull()) return "null";
+  if (v.IsBool()) return "boolean";
+  if (v.IsNumber()) return "number";
+  if (v.IsString()) return "string";
+  if (v.IsArray()) return "array";
+  return "object";
+}
+
+std::string Str(const rapidjson::Value& v) {
+  return std::string(v.GetString(), v.GetStringLength());
+}
+
+// Fills `req` from the object; returns an error for a wrong type or value.
+std::optional<ToolError> ReadExecParams(const rapidjson::Value& obj, policy::ExecRequest& req) {
+  auto expect = [&](const char* key, bool ok, const char* want) -> std::optional<ToolError> {
+    if (ok) return std::nullopt;
+    return Invalid(std::string("exec parameter \"") + key + "\" must be " + want + ", got " +
+                   TypeName(obj[key]));
+  };
+  const auto* command = JsonMember(obj, "command");
+  if (command == nullptr || command->IsNull()) return Invalid("Provide a command to start.");
+  if (auto e = expect("command", command->IsString(), "a string")) return e;
+  req.command = Str(*command);
+  if (auto e = ValidateCommand(req.command)) return e;
+  for (const auto& m : obj.GetObject()) {
+    std::string key = Str(m.name);
+    const auto& v = m.value;
+    if (key == "tool" || key == "command") continue;
+    if (v.IsNull()) continue;  // an explicit null means "not given"
+    if (key == "workdir") {
+      if (auto e = expect("workdir", v.IsString(), "a string")) return e;
+      if (Str(v).find('\0') != std::string::npos)
+        return Invalid("exec workdir contains a NUL byte");
+      req.workdir = Str(v);
+    } else if (key == "env") {
+      if (auto e = expect("env", v.IsObject(), "an object of strings")) return e;
+      for (const auto& kv : v.GetObject()) {
+        if (!kv.value.IsString()) {
+          return Invalid("exec env value of \"" + Str(kv.name) + "\" must be a string, got " +
+                         TypeName(kv.value));
+        }
+        req.env[Str(kv.name)] = Str(kv.value);
+      }
+    } else if (key == "yieldMs") {
+      if (auto e = expect("yieldMs", v.IsNumber(), "a number")) return e;
+      double d = v.GetDouble();
+      if (std::isfinite(d)) req.yield_ms = static_cast<int64_t>(std::clamp(d, 10.0, 120000.0));
+    } else if (key == "background") {
+      if (auto e = expect("background", v.IsBool(), "a boolean")) return e;
+      req.background = v.GetBool();
+    } else if (key == "timeout" || key == "timeoutSeconds") {
+      if (auto e = expect(key.c_str(), v.IsNumber(), "a number of seconds")) return e;
+      if (!std::isfinite(v.GetDouble())) return Invalid("exec " + key + " must be finite");
+      req.timeout_seconds = v.GetDouble();
+    } else if (key == "pty") {
+      if (auto e = expect("pty", v.IsBool(), "a boolean")) return e;
+      req.pty = v.GetBool();
+    } else if (key == "elevated") {
+      if (auto e = expect("elevated", v.IsBool(), "a boolean")) return e;
+      req.elevated = v.GetBool();
+    } else if (key == "host") {
+      if (!v.IsString()) {
+        return Invalid(std::string("Invalid exec host value type ") + TypeName(v) +
+                       ". Allowed values: auto, sandbox, gateway, node.");
+      }
+      req.host = Str(v);
+    } else if (key == "security" || key == "ask" || key == "node") {
+      if (auto e = expect(key.c_str(), v.IsString(), "a string")) return e;
+      (key == "security" ? req.security : key == "ask" ? req.ask : req.node) = Str(v);
+    }
+    // Other keys are ignored, as OpenClaw's schema does.
+  }
+  return std::nullopt;
+}
+
+void WriteStr(Writer& w, std::string_view s) {
+  w.String(s.data(), static_cast<rapidjson::SizeType>(s.size()));
+}
+
+std::string SignalName(int sig) {
+  const char* abbrev = sigabbrev_np(sig);
+  return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
+}
+
+std::string Trim(const std::string& s) {
+  size_t b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos) return "";
+  return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
+}
+
+}  // namespace
+
+std::optional<ToolError> ValidateCommand(std::string_view command) {
+  if (command.find_first_not_of(" \t\r\n") == std::string_view::npos) {
+    return Invalid("Provide a command to start.");
+  }
+  if (command.find('\0') != std::string_view::npos) {
+    return Invalid("exec command contains a NUL byte");
+  }
+  if (command.size() > kMaxCommandBytes) {
+    return Invalid("exec command is " + std::to_string(command.size()) + " bytes; the limit is " +
+                   std::to_string(kMaxCommandBytes));
+  }
+  return std::nullopt;
+}
+
+std::variant<ToolCall, ToolError> ParseToolCall(std::string_view text) {
+  if (text.size() > kMaxCallBytes) {
+    return ToolError{"invalid-request",
+                     "tool call is larger than " + std::to_string(kMaxCallBytes) + " bytes"};
+  }
+  JsonParseOptions options;
+  options.source_name = "tool call";
+  auto doc = ParseJson(text, options);
+  if (!doc) return ToolError{"invalid-json", doc.error().message};
+  if (!doc->IsObject()) return Invalid("a tool call is a JSON object");
+  const auto* tool = JsonMember(*doc, "tool");
+  if (tool == nullptr || !tool->IsString()) {
+    return Invalid("a tool call needs \"tool\": \"exec\" (a string)");
+  }
+  ToolCall call;
+  call.tool = Str(*tool);
+  if (call.tool != "exec") {
+    if (call.tool == "process") {
+      return ToolError{"unknown-tool",
+                       "Tool process is not available: background sessions are not built yet."};
+    }
+    return ToolError{"unknown-tool", "Unknown tool \"" + call.tool + "\". Known tools: exec."};
+  }
+  if (auto e = ReadExecParams(*doc, call.exec)) return *e;
+  return call;
+}
+
+std::string RenderError(const ToolError& error) {
+  rapidjson::StringBuffer buffer;
+  Writer w(buffer);
+  w.StartObject();
+  w.Key("error");
+  w.StartObject();
+  w.Key("code");
+  WriteStr(w, error.code);
+  w.Key("message");
+  WriteStr(w, error.message);
+  w.EndObject();
+  w.EndObject();
+  return std::string(buffer.GetString(), buffer.GetSize());
+}
+
+std::string FailureReason(const exec::ExecOutcome& outcome, int64_t timeout_seconds) {
+  using Status = exec::ExecOutcome::Status;
+  switch (outcome.status) {
+    case Status::kTimedOut:
+      return "Command timed out after " + std::to_string(timeout_seconds) +
+             " seconds. If this command is expected to take longer, re-run with a higher timeout "
+             "(e.g., exec timeout=300). If it should keep running, start it with exec "
+             "background=true or yieldMs so OpenClaw can register a pollable process session. "
+             "Do not rely on shell backgrounding with a trailing &.";
+    case Status::kSignaled:
+      return "Command aborted by signal " + SignalName(outcome.signal);
+    case Status::kAborted:
+      return "Command aborted before exit code was captured";
+    case Status::kExited:
+      if (outcome.exit_code == 127) return "Command not found";
+      if (outcome.exit_code == 126) return "Command not executable (permission denied)";
+      return "";
+  }
+  return "";
+}
+
+std::string RenderExecOutcome(const exec::ExecOutcome& outcome, const std::string& host,
+                              int64_t timeout_seconds, const std::vector<std::string>& warnings) {
+  std::string reason = FailureReason(outcome, timeout_seconds);
+  bool failed = !reason.empty();
+  std::string aggregated = Trim(outcome.aggregated);
+  std::string text;
+  if (failed) {
+    text = aggregated.empty() ? reason : aggregated + "\n\n" + reason;
+  } else {
+    if (outcome.exit_code != 0) {
+      aggregated += "\n\n(Command exited with code " + std::to_string(outcome.exit_code) + ")";
+      aggregated = Trim(aggregated);
+    }
+    text = aggregated.empty() ? "(no output)" : aggregated;
+  }
+  if (!warnings.empty()) {
+    std::string joined;
+    for (const auto& w : warnings) joined += (joined.empty() ? "" : "\n") + w;
+    text = joined + "\n\n" + text;
+  }
+
+  rapidjson::StringBuffer buffer;
+  Writer w(buffer);
+  w.StartObject();
+  w.Key("content");
+  w.StartArray();
+  w.StartObject();
+  w.Key("type");
+  w.String("text");
+  w.Key("text");
+  WriteStr(w, text);
+  w.EndObject();
+  w.EndArray();
+  w.Key("details");
+  w.StartObject();
+  w.Key("status");
+  w.String(failed ? "failed" : "completed");
+  w.Key("exitCode");
+  if (outcome.status == exec::ExecOutcome::Status::kExited) {
+    w.Int(outcome.exit_code);
+  } else {
+    w.Null();
+  }
+  if (outcome.status == exec::ExecOutcome::Status::kSignaled) {
+    w.Key("signal");
+    WriteStr(w, SignalName(outcome.signal));
+  }
+  w.Key("durationMs");
+  w.Int64(outcome.duration_ms);
+  w.Key("aggregated");
+  WriteStr(w, aggregated);
+  if (failed) {
+    w.Key("timedOut");
+    w.Bool(outcome.status == exec::ExecOutcome::Status::kTimedOut);
+  }
+  w.Key("cwd");
+  WriteStr(w, outcome.cwd);
+  w.Key("host");
+  WriteStr(w, host);
+  w.Key("truncated");
+  w.Bool(outcome.truncated);
+  w.Key("totalBytes");
+  w.Uint64(outcome.total_bytes);
+  w.EndObject();
+  w.EndObject();
+  return std::string(buffer.GetString(), buffer.GetSize());
+}
+
+}  // namespace sandrun::api

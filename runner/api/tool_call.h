@@ -1,0 +1,52 @@
+// Tool-call JSON in and result JSON out (SPEC §2.1): parsing and validating `{"tool":"exec",...}`
+// into an ExecRequest, and rendering outcomes in OpenClaw's shapes.
+//
+// Pattern of use:
+//   auto call = ParseToolCall(text);
+//   if (!call) print(RenderError(call.error()));
+//   ... run ... print(RenderExecOutcome(outcome, host, warnings));
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "runner/policy/exec_request.h"
+#include "sandbox/executors/output.h"
+
+namespace sandrun::api {
+
+inline constexpr size_t kMaxCommandBytes = 1u << 20;  // 1 MiB
+inline constexpr size_t kMaxCallBytes = 4u << 20;     // a whole tool call
+
+// A refusal before anything ran: {"error":{"code","message"}}.
+struct ToolError {
+  std::string code;     // invalid-json, invalid-request, unknown-tool, host-not-allowed, ...
+  std::string message;  // OpenClaw's text where it has one
+};
+
+struct ToolCall {
+  std::string tool;  // "exec" (others follow in later work)
+  policy::ExecRequest exec;
+};
+
+// Parses and validates a tool call. Every malformed input is a ToolError naming the problem.
+std::variant<ToolCall, ToolError> ParseToolCall(std::string_view text);
+
+// The checks every command passes, whichever front end it came through: non-blank, no NUL
+// byte, at most kMaxCommandBytes.
+std::optional<ToolError> ValidateCommand(std::string_view command);
+
+std::string RenderError(const ToolError& error);
+
+// completed | failed, with `details` as OpenClaw's ExecToolDetails plus sandrun's `host`,
+// `truncated` and `totalBytes`. Warnings go before the text, separated by a blank line.
+std::string RenderExecOutcome(const exec::ExecOutcome& outcome, const std::string& host,
+                              int64_t timeout_seconds, const std::vector<std::string>& warnings);
+
+// The failure reason OpenClaw appends for an outcome, or "" for a completed run.
+std::string FailureReason(const exec::ExecOutcome& outcome, int64_t timeout_seconds);
+
+}  // namespace sandrun::api

@@ -1,0 +1,109 @@
+// A private SANDRUN_HOME per test: its own config, instance id and containers, all removed at
+// the end (a test that leaves a container behind fails).
+#pragma once
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+
+#include "sandbox/base/json.h"
+#include "tests/support/docker_env.h"
+#include "tests/support/process.h"
+
+namespace sandrun::testing {
+
+class SandrunHome : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char templ[] = "/tmp/sandrun-e2e-XXXXXX";
+    ASSERT_NE(mkdtemp(templ), nullptr);
+    home_ = templ;
+    std::filesystem::permissions(home_, std::filesystem::perms::owner_all);
+    workspace_ = home_ + "-ws";
+    std::filesystem::create_directories(workspace_);
+  }
+
+  void TearDown() override {
+    std::string why;
+    if (auto client = ConnectToDocker(&why); client && !InstanceId().empty()) {
+      auto list = client->ListContainers({"sandrun.instance=" + InstanceId()}, true);
+      if (list) {
+        for (const auto& c : *list) (void)client->RemoveContainer(c.id, true);
+      }
+    }
+    std::filesystem::remove_all(home_);
+    std::filesystem::remove_all(workspace_);
+  }
+
+  // Writes config.json (a JSON text).
+  void Config(const std::string& json) { std::ofstream(home_ + "/config.json") << json; }
+  // The usual test config: sandbox on the small image, plus `extra` members at the top level.
+  void MinimalSandboxConfig(const std::string& sandbox_extra = "",
+                            const std::string& top_extra = "") {
+    Config("{\"sandbox\": {\"docker\": {\"image\": \"sandrun-sandbox:minimal\"}" +
+           (sandbox_extra.empty() ? "" : ", " + sandbox_extra) + "}" +
+           (top_extra.empty() ? "" : ", " + top_extra) + "}");
+  }
+
+  std::map<std::string, std::string> Env() const { return {{"SANDRUN_HOME", home_}}; }
+
+  ProcessResult Sandrun(std::vector<std::string> args,
+                        std::map<std::string, std::string> extra_env = {}) {
+    auto env = Env();
+    env.insert(extra_env.begin(), extra_env.end());
+    args.insert(args.begin(), {"--workspace", workspace_});
+    return RunSandrun(args, env);
+  }
+
+  ProcessResult Exec(std::vector<std::string> flags, const std::string& command,
+                     std::map<std::string, std::string> extra_env = {}) {
+    std::vector<std::string> args = {"exec"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    args.push_back("--");
+    args.push_back(command);
+    return Sandrun(args, std::move(extra_env));
+  }
+
+  ProcessResult Call(const std::string& json) {
+    return RunProcess({SANDRUN_BINARY, "--workspace", workspace_, "call", "-"}, Env(), json);
+  }
+
+  std::string InstanceId() const {
+    std::ifstream in(home_ + "/instance-id");
+    std::string id;
+    in >> id;
+    return id;
+  }
+
+  size_t ContainerCount() {
+    std::string why;
+    auto client = ConnectToDocker(&why);
+    if (!client || InstanceId().empty()) return 0;
+    auto list = client->ListContainers({"sandrun.instance=" + InstanceId()}, true);
+    return list ? list->size() : 0;
+  }
+
+  std::string home_;
+  std::string workspace_;
+};
+
+// Parses a result JSON printed by `sandrun call` or `exec --json`.
+inline rapidjson::Document Parsed(const std::string& out) {
+  auto doc = ParseJson(out);
+  if (!doc) {
+    ADD_FAILURE() << "not JSON: " << out;
+    return rapidjson::Document();
+  }
+  return std::move(doc).value();
+}
+
+inline std::string Details(const rapidjson::Document& doc, const char* key) {
+  const auto* d = JsonMember(doc, "details");
+  return d ? JsonString(*d, key) : "";
+}
+
+}  // namespace sandrun::testing
