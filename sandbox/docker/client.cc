@@ -175,7 +175,15 @@ Result<VersionInfo> Client::Version(const CallOptions& options) {
 Result<std::string> Client::ApiVersion(const CallOptions& options) {
   std::lock_guard<std::mutex> lock(version_mu_);
   if (!api_version_.empty()) return api_version_;
-  SANDRUN_ASSIGN_OR_RETURN(VersionInfo engine, Version(options));
+  // /_ping answers in about a millisecond with the engine's API version in a header; /version
+  // gathers host facts and can take tens. Ask /version only when the header is missing.
+  VersionInfo engine;
+  auto ping = Ping(options);
+  if (ping && !ping->api_version.empty()) {
+    engine.api_version = ping->api_version;
+  } else {
+    SANDRUN_ASSIGN_OR_RETURN(engine, Version(options));
+  }
   SANDRUN_ASSIGN_OR_RETURN(api_version_, NegotiateApiVersion(options_.min_api_version,
                                                              options_.max_api_version, engine));
   return api_version_;

@@ -77,7 +77,9 @@ class Client {
   // ---- engine ----
   Result<PingInfo> Ping(const CallOptions& options = {});
   Result<VersionInfo> Version(const CallOptions& options = {});
-  // The negotiated API version ("1.41"): asked once, then cached.
+  // The negotiated API version ("1.41"): asked once (from /_ping's API-Version header), then
+  // cached. An engine whose minimum is above max_api_version answers later calls with a clear
+  // "client version too old" error.
   Result<std::string> ApiVersion(const CallOptions& options = {});
 
   // ---- images ----

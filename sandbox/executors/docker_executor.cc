@@ -15,6 +15,7 @@ namespace {
 constexpr int64_t kHotWindowMs = 5 * 60 * 1000;   // a container used this recently is "hot"
 constexpr int64_t kPruneEveryMs = 5 * 60 * 1000;  // automatic prune at most this often
 constexpr size_t kMaxNameLength = 63;
+constexpr int64_t kLastUsedResolutionMs = 60 * 1000;
 
 Error SandboxUnavailable(Error e, const std::string& what) {
   // Keep the engine's typed code (unreachable, not found, ...) but say what failed to happen.
@@ -175,6 +176,14 @@ Result<EnsuredContainer> DockerExecutor::EnsureContainer(const SandboxSpec& spec
     }
   }
   int64_t now = NowMs();
+  // Last-use times only matter at the scale of the idle prune (hours): skip the locked write
+  // when the entry is fresh, so a warm call costs one read of the registry at most.
+  if (auto state = registry.Load(); state) {
+    auto it = state->containers.find(name);
+    if (it != state->containers.end() && now - it->second.last_used_at_ms < kLastUsedResolutionMs) {
+      return EnsuredContainer{name, info->id, false};
+    }
+  }
   (void)registry.Update([&](RegistryState& state) {
     auto& entry = state.containers[name];
     if (entry.created_at_ms == 0) entry.created_at_ms = ParseInt(info->labels[kCreatedAtLabel]);
