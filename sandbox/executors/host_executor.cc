@@ -1,1 +1,245 @@
-// Placeholder until the host executor lands.
+#include "sandbox/executors/host_executor.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sandbox/executors/login_path.h"
+
+namespace sandrun::exec {
+namespace {
+
+using std::chrono::milliseconds;
+
+// Big reads keep the per-byte cost at one copy into the collector's tail: 1 GiB of output is
+// ~4000 reads, not ~260000.
+constexpr size_t kReadChunk = 256 * 1024;
+// Reads from one descriptor per wake-up before looking at the others and at the clock again.
+constexpr int kMaxReadsPerWakeup = 16;
+// While terminating (or when a cancel token must be watched) we wake at least this often.
+constexpr int64_t kCheckIntervalMs = 50;
+// How long to wait for SIGKILLed processes to be gone before returning anyway (a process in
+// uninterruptible sleep dies when its system call ends).
+constexpr milliseconds kGroupExitWait{2000};
+
+struct OutputStream {
+  UniqueFd fd;
+  Stream kind;
+};
+
+// Reads what `s` has now into `out`. Closes `s.fd` at EOF (a PTY master says EIO once the last
+// slave descriptor is closed) and on errors.
+void ReadAvailable(OutputStream& s, char* buf, OutputCollector& out) {
+  for (int i = 0; i < kMaxReadsPerWakeup; ++i) {
+    ssize_t n = ::read(s.fd.get(), buf, kReadChunk);
+    if (n > 0) {
+      out.Append(s.kind, std::string_view(buf, static_cast<size_t>(n)));
+      if (static_cast<size_t>(n) < kReadChunk) return;  // most likely drained
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    s.fd.reset();  // 0 = EOF; EIO and anything else end the stream too
+    return;
+  }
+}
+
+int MsUntil(const Deadline& d) {
+  if (d.is_never()) return INT_MAX;
+  return static_cast<int>(std::min<int64_t>(d.remaining_ms(), INT_MAX));
+}
+
+enum class Phase {
+  kRunning,      // the leader runs; watch the timeout and the cancel token
+  kTerminating,  // SIGTERM sent to the group; SIGKILL when the grace ends with members left
+  kDraining,     // the leader exited on its own; read what the pipes still hold
+  kFinalDrain,   // the group got SIGKILL; read until EOF (bounded: escaped processes)
+};
+
+}  // namespace
+
+Result<ExecOutcome> RunSubprocess(const SpawnOptions& spawn, const RunLimits& limits,
+                                  const LiveSink& live, const CancelToken* cancel) {
+  auto started = Deadline::Clock::now();
+  SANDRUN_ASSIGN_OR_RETURN(Subprocess proc, Subprocess::Spawn(spawn));
+
+  std::vector<OutputStream> streams;
+  if (spawn.pty) {
+    streams.push_back({proc.TakePtyMaster(), Stream::kStdout});
+  } else {
+    streams.push_back({proc.TakeStdout(), Stream::kStdout});
+    streams.push_back({proc.TakeStderr(), Stream::kStderr});
+  }
+  UniqueFd stdin_end = proc.TakeStdin();  // a kPipe stdin stays open until the run ends
+
+  OutputCollector out(limits.max_output_chars, live);
+  auto buf = std::make_unique<char[]>(kReadChunk);
+  Deadline timeout =
+      limits.timeout_ms > 0 ? Deadline::After(milliseconds(limits.timeout_ms)) : Deadline::Never();
+  Deadline kill_at = Deadline::Never();
+  Deadline drain_until = Deadline::Never();
+  Phase phase = Phase::kRunning;
+  bool leader_exited = false;
+  bool timed_out = false;
+  auto all_closed = [&] {
+    return std::none_of(streams.begin(), streams.end(),
+                        [](const OutputStream& s) { return s.fd.valid(); });
+  };
+  auto kill_group_and_drain = [&] {
+    // The leader is not reaped yet, so pgid still names our group and nothing else.
+    (void)proc.KillGroup(SIGKILL);
+    phase = Phase::kFinalDrain;
+    drain_until = Deadline::After(limits.drain_grace);
+  };
+
+  std::vector<pollfd> fds;
+  for (;;) {
+    // Decide what to do next, then wait for output, the leader's exit or the next deadline.
+    if (phase == Phase::kRunning && !leader_exited) {
+      bool cancelled = cancel != nullptr && cancel->cancelled();
+      if (cancelled || timeout.expired()) {
+        timed_out = !cancelled;
+        (void)proc.KillGroup(SIGTERM);
+        phase = Phase::kTerminating;
+        kill_at = Deadline::After(milliseconds(std::max<int64_t>(limits.kill_grace_ms, 0)));
+      }
+    }
+    if (phase == Phase::kRunning && leader_exited) {
+      phase = Phase::kDraining;
+      drain_until = Deadline::After(limits.drain_grace);
+    }
+    if (phase == Phase::kTerminating) {
+      bool done = kill_at.expired();
+      if (!done && leader_exited) {
+        // Zombies do not count: an unreaped leader, or orphans init has not reaped yet.
+        Result<bool> alive = proc.GroupAlive();
+        done = !alive || !*alive;
+      }
+      if (done) kill_group_and_drain();
+    }
+    if (phase == Phase::kDraining && (all_closed() || drain_until.expired())) {
+      kill_group_and_drain();
+    }
+    if (phase == Phase::kFinalDrain && (all_closed() || drain_until.expired())) break;
+
+    int wait_ms = INT_MAX;
+    switch (phase) {
+      case Phase::kRunning:
+        wait_ms = MsUntil(timeout);
+        if (cancel != nullptr) wait_ms = std::min<int>(wait_ms, kCheckIntervalMs);
+        break;
+      case Phase::kTerminating:
+        wait_ms = MsUntil(kill_at);
+        if (leader_exited) wait_ms = std::min<int>(wait_ms, kCheckIntervalMs);
+        break;
+      case Phase::kDraining:
+      case Phase::kFinalDrain:
+        wait_ms = MsUntil(drain_until);
+        break;
+    }
+    fds.clear();
+    for (const auto& s : streams) {
+      if (s.fd.valid()) fds.push_back({s.fd.get(), POLLIN, 0});
+    }
+    size_t pidfd_index = fds.size();
+    if (!leader_exited) fds.push_back({proc.pidfd(), POLLIN, 0});
+    int n = ::poll(fds.data(), fds.size(), wait_ms == INT_MAX ? -1 : wait_ms);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Error::FromErrno(errno, "poll");  // ~Subprocess kills the group and reaps
+    }
+    if (!leader_exited && (fds[pidfd_index].revents & POLLIN) != 0) leader_exited = true;
+    // Output first, in stream order; a stream with POLLHUP may still hold data.
+    size_t k = 0;
+    for (auto& s : streams) {
+      if (!s.fd.valid()) continue;
+      if (fds[k++].revents != 0) ReadAvailable(s, buf.get(), out);
+    }
+  }
+
+  ExecOutcome outcome;
+  Result<ExitStatus> status = proc.Reap();  // exited, or dies from the SIGKILL just sent
+  // The group got SIGKILL above; a killed process closes its pipes before it is fully gone.
+  // Wait for that (usually no wait at all: with the leader reaped the group is empty), so that
+  // nothing of the run is alive when Run returns. Reaped leader or not, the group id cannot be
+  // reused while a member, even a zombie, remains, and this only looks.
+  (void)WaitForProcessGroupExit(proc.pgid(), Deadline::After(kGroupExitWait));
+  if (status) {
+    outcome.exit_code = status->exited() ? status->exit_code : -1;
+    outcome.signal = status->signal;
+    outcome.status =
+        status->exited() ? ExecOutcome::Status::kExited : ExecOutcome::Status::kSignaled;
+  }
+  if (timed_out) outcome.status = ExecOutcome::Status::kTimedOut;
+  outcome.duration_ms =
+      std::chrono::duration_cast<milliseconds>(Deadline::Clock::now() - started).count();
+  outcome.aggregated = out.Text();
+  outcome.total_bytes = out.total_bytes();
+  outcome.truncated = out.truncated();
+  return outcome;
+}
+
+Result<ExecOutcome> HostExecutor::Run(const Plan& plan, const LiveSink& live,
+                                      const CancelToken* cancel) {
+  if (plan.target != Target::kGateway) {
+    return Error(ErrorCode::kInvalidArgument, "the host executor runs gateway plans only");
+  }
+  if (plan.shell.empty()) return Error(ErrorCode::kInvalidArgument, "no shell in the plan");
+
+  SpawnOptions spawn;
+  spawn.path = plan.shell;
+  if (spawn.path.find('/') == std::string::npos) {
+    // A bare name is looked up in the command's own PATH, as a shell would.
+    auto path = plan.env.find("PATH");
+    spawn.path = FindExecutable(
+        plan.shell, path == plan.env.end() ? kMinimalDaemonPath : std::string_view(path->second));
+    if (spawn.path.empty()) {
+      return Error(ErrorCode::kNotFound, "shell not found in PATH: " + plan.shell);
+    }
+  }
+  spawn.argv = {plan.shell, "-c", plan.command};
+  for (const auto& [key, value] : plan.env) {
+    if (plan.pty && key == "TERM") continue;
+    spawn.env.push_back(key + "=" + value);
+  }
+  if (plan.pty) {
+    // As node-pty: the terminal's name is the child's TERM.
+    auto term = plan.env.find("TERM");
+    std::string name = !plan.term.empty()       ? plan.term
+                       : term != plan.env.end() ? term->second
+                                                : "xterm-256color";
+    spawn.env.push_back("TERM=" + name);
+  }
+  spawn.cwd = plan.cwd;
+  spawn.stdin_mode = SpawnOptions::Stdin::kNull;
+  spawn.pty = plan.pty;
+  spawn.pty_rows = plan.pty_rows;
+  spawn.pty_cols = plan.pty_cols;
+  spawn.pipe_bytes = options_.pipe_bytes;
+  spawn.child_steps = options_.child_steps;
+
+  RunLimits limits;
+  limits.timeout_ms = plan.timeout_ms;
+  limits.kill_grace_ms = plan.kill_grace_ms;
+  limits.max_output_chars = plan.max_output_chars;
+  limits.drain_grace = options_.drain_grace;
+
+  SANDRUN_ASSIGN_OR_RETURN(ExecOutcome outcome, RunSubprocess(spawn, limits, live, cancel));
+  if (plan.cwd.empty()) {
+    char here[PATH_MAX];
+    if (::getcwd(here, sizeof(here)) != nullptr) outcome.cwd = here;
+  } else {
+    outcome.cwd = plan.cwd;
+  }
+  outcome.where = "host";
+  return outcome;
+}
+
+}  // namespace sandrun::exec

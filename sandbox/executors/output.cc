@@ -3,27 +3,65 @@
 namespace sandrun::exec {
 namespace {
 
-// Length of the valid UTF-8 sequence starting at s[i], or 0 if invalid.
-size_t Utf8SequenceLength(std::string_view s, size_t i) {
-  auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-  unsigned char c = b(i);
-  size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-  if (len == 0 || i + len > s.size()) return 0;
-  for (size_t k = 1; k < len; ++k) {
-    if ((b(i + k) & 0xC0) != 0x80) return 0;
+struct Decoded {
+  size_t length;  // bytes consumed: the sequence, or the maximal ill-formed subpart
+  char32_t code_point;
+  bool valid;
+};
+
+// Decodes the UTF-8 sequence at s[i] (Unicode table 3-7: no overlong forms, no surrogates,
+// nothing past U+10FFFF). An ill-formed sequence consumes its maximal subpart, the longest prefix
+// that could have begun a valid sequence (at least one byte), so that each maps to one U+FFFD as
+// in TextDecoder and Node's Buffer.toString.
+Decoded DecodeUtf8(std::string_view s, size_t i) {
+  auto c = static_cast<unsigned char>(s[i]);
+  if (c < 0x80) return {1, c, true};
+  size_t trail;
+  char32_t cp;
+  unsigned char lo = 0x80, hi = 0xBF;  // the allowed range of the first trailing byte
+  if (c >= 0xC2 && c <= 0xDF) {
+    trail = 1;
+    cp = c & 0x1Fu;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    trail = 2;
+    cp = c & 0x0Fu;
+    if (c == 0xE0) lo = 0xA0;  // overlong
+    if (c == 0xED) hi = 0x9F;  // surrogates
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    trail = 3;
+    cp = c & 0x07u;
+    if (c == 0xF0) lo = 0x90;  // overlong
+    if (c == 0xF4) hi = 0x8F;  // past U+10FFFF
+  } else {
+    return {1, 0, false};  // a stray trailing byte, C0, C1, F5..FF
   }
-  // Reject overlong forms, surrogates and code points past U+10FFFF.
-  if (len == 2 && c < 0xC2) return 0;
-  if (len == 3) {
-    unsigned cp = ((c & 0x0Fu) << 12) | ((b(i + 1) & 0x3Fu) << 6) | (b(i + 2) & 0x3Fu);
-    if (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+  for (size_t k = 1; k <= trail; ++k) {
+    if (i + k >= s.size()) return {k, 0, false};
+    auto t = static_cast<unsigned char>(s[i + k]);
+    if (t < lo || t > hi) return {k, 0, false};
+    lo = 0x80;
+    hi = 0xBF;
+    cp = (cp << 6) | (t & 0x3Fu);
   }
-  if (len == 4) {
-    unsigned cp = ((c & 0x07u) << 18) | ((b(i + 1) & 0x3Fu) << 12) | ((b(i + 2) & 0x3Fu) << 6) |
-                  (b(i + 3) & 0x3Fu);
-    if (cp < 0x10000 || cp > 0x10FFFF) return 0;
+  return {trail + 1, cp, true};
+}
+
+// Unicode general category Cf (Format), Unicode 15: what \p{Format} matches in OpenClaw.
+bool IsFormatCharacter(char32_t cp) {
+  static constexpr char32_t kRanges[][2] = {
+      {0xAD, 0xAD},       {0x600, 0x605},     {0x61C, 0x61C},     {0x6DD, 0x6DD},
+      {0x70F, 0x70F},     {0x890, 0x891},     {0x8E2, 0x8E2},     {0x180E, 0x180E},
+      {0x200B, 0x200F},   {0x202A, 0x202E},   {0x2060, 0x2064},   {0x2066, 0x206F},
+      {0xFEFF, 0xFEFF},   {0xFFF9, 0xFFFB},   {0x110BD, 0x110BD}, {0x110CD, 0x110CD},
+      {0x13430, 0x1343F}, {0x1BCA0, 0x1BCA3}, {0x1D173, 0x1D17A}, {0xE0001, 0xE0001},
+      {0xE0020, 0xE007F},
+  };
+  if (cp < 0xAD) return false;
+  for (const auto& range : kRanges) {
+    if (cp < range[0]) return false;
+    if (cp <= range[1]) return true;
   }
-  return len;
+  return false;
 }
 
 }  // namespace
@@ -32,21 +70,17 @@ std::string SanitizeOutput(std::string_view bytes) {
   std::string out;
   out.reserve(bytes.size());
   for (size_t i = 0; i < bytes.size();) {
-    size_t len = Utf8SequenceLength(bytes, i);
-    if (len == 0) {
+    Decoded d = DecodeUtf8(bytes, i);
+    if (!d.valid) {
       out += "\xEF\xBF\xBD";  // U+FFFD
-      ++i;
-      continue;
+    } else if (d.length == 1) {
+      char32_t c = d.code_point;
+      bool control = (c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7F;
+      if (!control) out.push_back(bytes[i]);
+    } else if (!IsFormatCharacter(d.code_point)) {
+      out.append(bytes.substr(i, d.length));
     }
-    if (len == 1) {
-      char c = bytes[i];
-      bool control = (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' && c != '\r') ||
-                     c == 0x7F;
-      if (!control) out.push_back(c);
-    } else {
-      out.append(bytes.substr(i, len));
-    }
-    i += len;
+    i += d.length;
   }
   return out;
 }
@@ -71,8 +105,11 @@ std::string OutputCollector::Text() const {
   std::string_view kept(tail_);
   if (kept.size() > max_bytes_) kept.remove_prefix(kept.size() - max_bytes_);
   uint64_t cut = total_ - kept.size();
-  // Do not start in the middle of a UTF-8 sequence.
-  while (cut > 0 && !kept.empty() && (static_cast<unsigned char>(kept.front()) & 0xC0) == 0x80) {
+  // Do not start in the middle of a UTF-8 sequence (at most three trailing bytes; more are
+  // garbage that SanitizeOutput replaces).
+  for (int skipped = 0; cut > 0 && skipped < 3 && !kept.empty() &&
+                        (static_cast<unsigned char>(kept.front()) & 0xC0) == 0x80;
+       ++skipped) {
     kept.remove_prefix(1);
     ++cut;
   }

@@ -44,7 +44,8 @@ class OutputCollector {
   OutputCollector(size_t max_chars, LiveSink live = nullptr);
   void Append(Stream stream, std::string_view bytes);
   uint64_t total_bytes() const { return total_; }
-  bool truncated() const { return total_ > tail_.size(); }
+  // tail_ may hold up to twice max_bytes_ between trims; what Text() keeps is max_bytes_.
+  bool truncated() const { return total_ > max_bytes_; }
   // The kept tail, invalid UTF-8 replaced by U+FFFD, control characters other than \t \n \r
   // removed (OpenClaw's sanitizeBinaryOutput); with a "[... N chars truncated ...]" first line
   // when output was cut.
@@ -57,7 +58,9 @@ class OutputCollector {
   uint64_t total_ = 0;
 };
 
-// Replaces invalid UTF-8 with U+FFFD and drops C0 controls except \t \n \r, and DEL.
+// Replaces invalid UTF-8 with U+FFFD (one per maximal ill-formed subsequence, as TextDecoder)
+// and drops C0 controls except \t \n \r, DEL, and Unicode format characters (category Cf:
+// bidi overrides, zero-width characters, BOM), as OpenClaw's sanitizeBinaryOutput.
 std::string SanitizeOutput(std::string_view bytes);
 
 }  // namespace sandrun::exec

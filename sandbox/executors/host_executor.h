@@ -1,0 +1,71 @@
+// HostExecutor: runs a gateway Plan as `<plan.shell> -c <plan.command>` on this machine, in its
+// own process group, with exactly plan.env, in plan.cwd, on pipes or a PTY.
+//
+// Pattern of use:
+//   HostExecutor host;
+//   SANDRUN_ASSIGN_OR_RETURN(ExecOutcome outcome, host.Run(plan, live_sink, &cancel_token));
+//
+// Contract (beyond Executor's):
+// - Output: stdout and stderr are read with poll in big chunks and fed to an OutputCollector in
+//   arrival order (a PTY is all Stream::kStdout). Between two pipes, "arrival order" is the order
+//   the reads happen in: bytes written to both within one wake-up have no defined order.
+// - Timeout (plan.timeout_ms > 0) and cancellation: SIGTERM to the whole process group, then
+//   SIGKILL to the group once plan.kill_grace_ms has passed with any live member left. A timeout
+//   is kTimedOut; a cancelled run reports the status its leader ended with (usually kSignaled
+//   SIGTERM), as OpenClaw does.
+// - The end of a foreground run: once the shell has exited, output is drained until the pipes
+//   reach EOF, for at most Options::drain_grace (a background `sleep 100 &` holding stdout must
+//   not hang the call; OpenClaw waits for stdio to close, i.e. until its timeout). Then every
+//   process left in the group is killed with SIGKILL: a foreground exec leaves nothing running
+//   (OpenClaw leaves such children alone). Processes that left the group (setsid) survive.
+//   The group is signalled while the shell is still unreaped, so its id cannot have been reused.
+// - Spawn failures (missing shell, bad cwd, ...) are Errors: nothing ran.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+
+#include "sandbox/executors/executor.h"
+#include "sandbox/os/subprocess.h"
+
+namespace sandrun::exec {
+
+// How long a run may take and how much of its output to keep.
+struct RunLimits {
+  int64_t timeout_ms = 0;  // 0 = none
+  int64_t kill_grace_ms = 3000;
+  size_t max_output_chars = 200000;
+  // After the leader exited (or the group was killed): how long to keep reading pipes that are
+  // still open before giving up on them.
+  std::chrono::milliseconds drain_grace{100};
+};
+
+// The executor's engine, shared with other host-side runners (the login-shell PATH probe, later
+// background sessions): spawns `spawn`, pumps its output into a collector, enforces `limits` and
+// `cancel`, kills what is left of the group, and reaps. Fills everything in the outcome except
+// `cwd` and `where`.
+Result<ExecOutcome> RunSubprocess(const SpawnOptions& spawn, const RunLimits& limits,
+                                  const LiveSink& live, const CancelToken* cancel);
+
+class HostExecutor : public Executor {
+ public:
+  struct Options {
+    std::chrono::milliseconds drain_grace{100};
+    // Capacity requested for the stdout/stderr pipes: fewer wake-ups for chatty commands.
+    int pipe_bytes = 1 << 20;
+    // The hardening seam: run in the child just before execve (see ChildSteps). The hardening
+    // issue builds these from plan.host_profile; empty for now.
+    ChildSteps child_steps;
+  };
+
+  HostExecutor() = default;
+  explicit HostExecutor(Options options) : options_(options) {}
+
+  Result<ExecOutcome> Run(const Plan& plan, const LiveSink& live,
+                          const CancelToken* cancel) override;
+
+ private:
+  Options options_;
+};
+
+}  // namespace sandrun::exec

@@ -1,0 +1,232 @@
+#include "sandbox/executors/login_path.h"
+
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <utility>
+
+#include "sandbox/executors/host_executor.h"
+#include "sandbox/os/file.h"
+
+namespace sandrun::exec {
+namespace {
+
+constexpr std::string_view kWhitespace = " \t\n\r\f\v";
+
+std::string_view Trim(std::string_view s) {
+  size_t begin = s.find_first_not_of(kWhitespace);
+  if (begin == std::string_view::npos) return {};
+  size_t end = s.find_last_not_of(kWhitespace);
+  return s.substr(begin, end - begin + 1);
+}
+
+bool IsExecutableFile(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
+}
+
+// The ':'-separated entries, trimmed, empty ones dropped.
+std::vector<std::string_view> PathEntries(std::string_view path) {
+  std::vector<std::string_view> entries;
+  while (true) {
+    size_t colon = path.find(':');
+    std::string_view entry = Trim(path.substr(0, colon));
+    if (!entry.empty()) entries.push_back(entry);
+    if (colon == std::string_view::npos) break;
+    path.remove_prefix(colon + 1);
+  }
+  return entries;
+}
+
+// OpenClaw's mergePathPrepend: `first`, then `existing`'s entries, each kept once.
+std::string MergeEntries(const std::vector<std::string_view>& first, std::string_view existing) {
+  std::set<std::string_view> seen;
+  std::string merged;
+  auto add = [&](std::string_view entry) {
+    if (!seen.insert(entry).second) return;
+    if (!merged.empty()) merged += ':';
+    merged += entry;
+  };
+  for (std::string_view entry : first) add(entry);
+  for (std::string_view entry : PathEntries(existing)) add(entry);
+  return merged;
+}
+
+// os.homedir(): $HOME, else the password database.
+std::string HomeDirectory() {
+  const char* home = std::getenv("HOME");
+  if (home != nullptr && *home != '\0') return home;
+  passwd pw{};
+  passwd* found = nullptr;
+  std::vector<char> buf(16384);
+  if (::getpwuid_r(::getuid(), &pw, buf.data(), buf.size(), &found) == 0 && found != nullptr &&
+      found->pw_dir != nullptr) {
+    return found->pw_dir;
+  }
+  return "/";
+}
+
+// The last PATH=... among NUL-separated KEY=VALUE records. Text a profile printed before the
+// first record ends up in front of the first key; a key has no newline, so it is cut there.
+std::optional<std::string> FindPath(std::string_view records) {
+  std::optional<std::string> path;
+  while (!records.empty()) {
+    size_t nul = records.find('\0');
+    std::string_view record = records.substr(0, nul);
+    records = nul == std::string_view::npos ? std::string_view() : records.substr(nul + 1);
+    size_t eq = record.find('=');
+    if (eq == std::string_view::npos) continue;
+    std::string_view key = record.substr(0, eq);
+    if (size_t nl = key.rfind('\n'); nl != std::string_view::npos) key.remove_prefix(nl + 1);
+    if (key == "PATH") path = std::string(record.substr(eq + 1));
+  }
+  return path;
+}
+
+}  // namespace
+
+std::string FindExecutable(std::string_view name, std::string_view path_value) {
+  if (name.empty()) return {};
+  if (name.find('/') != std::string_view::npos) {
+    std::string path(name);
+    return IsExecutableFile(path) ? path : std::string();
+  }
+  for (std::string_view dir : PathEntries(path_value)) {
+    std::string candidate(dir);
+    if (candidate.back() != '/') candidate += '/';
+    candidate += name;
+    if (IsExecutableFile(candidate)) return candidate;
+  }
+  return {};
+}
+
+PathLookup PathLookupIn(std::string path_value) {
+  return
+      [path = std::move(path_value)](std::string_view name) { return FindExecutable(name, path); };
+}
+
+std::string SelectShell(const char* shell_env, const PathLookup& lookup) {
+  std::string_view shell = Trim(shell_env == nullptr ? std::string_view() : shell_env);
+  auto find = [&](std::string_view name) { return lookup ? lookup(name) : std::string(); };
+  if (shell.empty()) {
+    std::string sh = find("sh");
+    return sh.empty() ? "/bin/sh" : sh;
+  }
+  size_t slash = shell.rfind('/');
+  std::string_view base = slash == std::string_view::npos ? shell : shell.substr(slash + 1);
+  if (base == "fish") {
+    // fish is not a POSIX shell: `-c` scripts written for sh would misbehave.
+    if (std::string bash = find("bash"); !bash.empty()) return bash;
+    if (std::string sh = find("sh"); !sh.empty()) return sh;
+    return std::string(shell);
+  }
+  if (slash == std::string_view::npos) {
+    if (std::string resolved = find(shell); !resolved.empty()) return resolved;
+  }
+  return std::string(shell);
+}
+
+bool IsTrustedLoginShell(std::string_view shell, std::string_view etc_shells) {
+  if (shell.empty() || shell.front() != '/') return false;
+  // Normalised, as node's path.normalize(shell) === shell: no empty, "." or ".." components.
+  for (std::string_view rest = shell.substr(1);;) {
+    size_t slash = rest.find('/');
+    std::string_view part = rest.substr(0, slash);
+    if (part.empty() || part == "." || part == "..") return false;
+    if (slash == std::string_view::npos) break;
+    rest.remove_prefix(slash + 1);
+  }
+  while (!etc_shells.empty()) {
+    size_t nl = etc_shells.find('\n');
+    std::string_view line = Trim(etc_shells.substr(0, nl));
+    etc_shells = nl == std::string_view::npos ? std::string_view() : etc_shells.substr(nl + 1);
+    if (!line.empty() && line.front() != '#' && line == shell) return true;
+  }
+  return false;
+}
+
+Result<std::string> ProbeLoginPath(const std::string& shell_env, std::chrono::milliseconds timeout,
+                                   std::map<std::string, std::string> env) {
+  std::string requested(Trim(shell_env));
+  Result<std::string> etc_shells = ReadFile("/etc/shells", 1 << 20);
+  std::string shell = etc_shells && IsTrustedLoginShell(requested, *etc_shells)
+                          ? requested
+                          : std::string("/bin/sh");
+  // A login shell reads its profile from HOME (and zsh from ZDOTDIR): pin them to the user's.
+  env.erase("ZDOTDIR");
+  env["HOME"] = HomeDirectory();
+
+  SpawnOptions spawn;
+  spawn.path = shell;
+  spawn.argv = {shell, "-l", "-c", "env -0"};
+  for (const auto& [key, value] : env) spawn.env.push_back(key + "=" + value);
+  spawn.stdin_mode = SpawnOptions::Stdin::kNull;
+
+  RunLimits limits;
+  limits.timeout_ms = timeout.count() > 0 ? timeout.count() : kDefaultLoginProbeTimeout.count();
+  limits.kill_grace_ms = 0;  // nothing to save: SIGKILL right after SIGTERM
+  limits.max_output_chars = 1;
+  std::string captured;
+  bool overflow = false;
+  LiveSink sink = [&](Stream stream, std::string_view bytes) {
+    if (stream != Stream::kStdout || overflow) return;
+    if (captured.size() + bytes.size() > kLoginProbeMaxOutput) {
+      overflow = true;
+      return;
+    }
+    captured.append(bytes);
+  };
+  SANDRUN_ASSIGN_OR_RETURN(ExecOutcome outcome, RunSubprocess(spawn, limits, sink, nullptr));
+  std::string what = "login shell PATH probe (" + shell + " -l -c 'env -0')";
+  switch (outcome.status) {
+    case ExecOutcome::Status::kTimedOut:
+      return Error(ErrorCode::kTimeout,
+                   what + " timed out after " + std::to_string(limits.timeout_ms) + " ms");
+    case ExecOutcome::Status::kSignaled:
+      return Error(ErrorCode::kIo,
+                   what + " was killed by signal " + std::to_string(outcome.signal));
+    case ExecOutcome::Status::kAborted:
+      return Error(ErrorCode::kIo, what + " ended without an exit status");
+    case ExecOutcome::Status::kExited:
+      break;
+  }
+  if (outcome.exit_code != 0) {
+    return Error(ErrorCode::kIo, what + " exited with code " + std::to_string(outcome.exit_code));
+  }
+  if (overflow) {
+    return Error(ErrorCode::kIo,
+                 what + " printed more than " + std::to_string(kLoginProbeMaxOutput) + " bytes");
+  }
+  std::optional<std::string> path = FindPath(captured);
+  if (!path) return Error(ErrorCode::kNotFound, what + " printed no PATH");
+  return *path;
+}
+
+Result<std::string> CachedLoginPath(const std::string& shell_env, std::chrono::milliseconds timeout,
+                                    const std::map<std::string, std::string>& env) {
+  static std::once_flag once;
+  static std::optional<Result<std::string>> cached;
+  std::call_once(once, [&] { cached.emplace(ProbeLoginPath(shell_env, timeout, env)); });
+  return *cached;
+}
+
+std::string MergePath(std::string_view login_path, std::string_view base_path,
+                      const std::vector<std::string>& prepend_entries) {
+  std::string path(base_path);
+  std::vector<std::string_view> login = PathEntries(login_path);
+  if (!login.empty()) path = MergeEntries(login, path);
+  std::vector<std::string_view> prepend;
+  for (const auto& entry : prepend_entries) {
+    // "a:b" would be two directories once joined anyway; split it so each is deduplicated.
+    for (std::string_view part : PathEntries(entry)) prepend.push_back(part);
+  }
+  if (!prepend.empty()) path = MergeEntries(prepend, path);
+  return path;
+}
+
+}  // namespace sandrun::exec

@@ -1,0 +1,143 @@
+// Subprocess: one child process in its own process group, owned through a pidfd.
+//
+// Pattern of use:
+//   SpawnOptions opts;
+//   opts.path = "/bin/sh";
+//   opts.argv = {"/bin/sh", "-c", "echo hi"};
+//   opts.env = {"PATH=/usr/bin:/bin"};
+//   SANDRUN_ASSIGN_OR_RETURN(Subprocess proc, Subprocess::Spawn(opts));
+//   UniqueFd out = proc.TakeStdout();   // non-blocking; poll it together with proc.pidfd()
+//   ... read until EOF ...
+//   SANDRUN_ASSIGN_OR_RETURN(ExitStatus status, proc.Reap());
+//
+// Spawn returns only after the child has called execve (or failed before it): a failure in the
+// child (a missing cwd, a missing binary, a hardening step) comes back as an Error naming the
+// step, "chdir /x: No such file or directory", and nothing ran.
+//
+// Lifetime: destroying a Subprocess whose leader has not been reaped kills the whole group with
+// SIGKILL and reaps the leader, so a Subprocess never leaks a running leader or a zombie. Group
+// members left after the leader was reaped are the owner's business (see KillGroup).
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sandbox/base/deadline.h"
+#include "sandbox/base/result.h"
+#include "sandbox/os/unique_fd.h"
+
+namespace sandrun {
+
+// The seam for hardening (rlimits, capabilities, no_new_privs, seccomp). `run` is called in the
+// child after the process group, stdio and cwd are set up and immediately before execve. It runs
+// between fork and exec, in a child that shares the parent's memory (clone with CLONE_VM |
+// CLONE_VFORK, as posix_spawn): it must not allocate, lock, log, or write memory the parent uses;
+// everything it needs must be prepared in the parent and reachable through `context`. On failure it
+// returns the errno and sets `*step` to a static, NUL-terminated name ("seccomp load"); the child
+// then exits and Spawn returns
+// "<step>: <strerror>".
+struct ChildSteps {
+  int (*run)(const void* context, const char** step) = nullptr;
+  const void* context = nullptr;
+};
+
+struct SpawnOptions {
+  std::string path;               // executed as given with execve (no PATH search)
+  std::vector<std::string> argv;  // including argv[0]
+  std::vector<std::string> env;   // "KEY=VALUE": exactly the child's environment
+  std::string cwd;                // empty: the parent's working directory
+
+  enum class Stdin {
+    kNull,  // /dev/null: reads see EOF at once (a foreground exec)
+    kPipe,  // a pipe whose write end the parent keeps (TakeStdin), for later input
+  };
+  Stdin stdin_mode = Stdin::kNull;
+
+  // On a new pseudo-terminal instead of pipes: the child becomes a session leader with the
+  // terminal as its controlling TTY and as stdin, stdout and stderr; stdin_mode is ignored.
+  bool pty = false;
+  unsigned pty_rows = 30;
+  unsigned pty_cols = 120;
+
+  // Requested capacity of the stdout/stderr pipes (F_SETPIPE_SZ; best effort). Larger pipes mean
+  // fewer wake-ups when a command prints a lot. 0 keeps the kernel's default (64 KiB).
+  int pipe_bytes = 0;
+
+  ChildSteps child_steps;
+};
+
+// How the leader ended.
+struct ExitStatus {
+  int exit_code = -1;  // valid when signal == 0
+  int signal = 0;      // the terminating signal; 0 for a normal exit
+  bool core_dumped = false;
+
+  bool exited() const { return signal == 0; }
+};
+
+class Subprocess {
+ public:
+  static Result<Subprocess> Spawn(const SpawnOptions& options);
+
+  Subprocess(Subprocess&& other) noexcept;
+  Subprocess& operator=(Subprocess&& other) noexcept;
+  Subprocess(const Subprocess&) = delete;
+  Subprocess& operator=(const Subprocess&) = delete;
+  ~Subprocess();
+
+  pid_t pid() const { return pid_; }
+  // The process group id (== pid: the child is its group's leader).
+  pid_t pgid() const { return pid_; }
+  // Polls readable (POLLIN) once the leader has exited; valid until the Subprocess is destroyed.
+  int pidfd() const { return pidfd_.get(); }
+
+  // The parent's stream ends, non-blocking and close-on-exec. Each can be taken once; an end
+  // that does not exist in this mode is an invalid UniqueFd. In PTY mode only the master exists.
+  UniqueFd TakeStdin() { return std::move(stdin_); }
+  UniqueFd TakeStdout() { return std::move(stdout_); }
+  UniqueFd TakeStderr() { return std::move(stderr_); }
+  UniqueFd TakePtyMaster() { return std::move(pty_master_); }
+
+  // Whether the leader has exited (it may still be unreaped). Never blocks.
+  bool HasExited() const;
+  // Waits until the leader has exited or `deadline` passes, without reaping it: an unreaped
+  // leader keeps its pid, so signalling the group stays safe from pid reuse. True if exited.
+  Result<bool> WaitForExit(const Deadline& deadline) const;
+  // Reaps the leader, blocking until it exits. Idempotent: later calls return the same status.
+  Result<ExitStatus> Reap();
+  // WaitForExit + Reap: the status, or nullopt if the deadline passed first.
+  Result<std::optional<ExitStatus>> Wait(const Deadline& deadline);
+  bool reaped() const { return status_.has_value(); }
+
+  // Sends `sig` to the leader only (pidfd_send_signal). An exited leader is not an error.
+  Status Signal(int sig) const;
+  // Sends `sig` to every process of the group. An empty group (ESRCH) is not an error.
+  Status KillGroup(int sig) const;
+  // Whether any process of the group is still alive (zombies do not count).
+  Result<bool> GroupAlive() const;
+
+ private:
+  Subprocess() = default;
+  void Destroy();
+
+  pid_t pid_ = -1;
+  UniqueFd pidfd_;
+  UniqueFd stdin_;
+  UniqueFd stdout_;
+  UniqueFd stderr_;
+  UniqueFd pty_master_;
+  std::optional<ExitStatus> status_;
+};
+
+// Whether any live (non-zombie) process has process group `pgid`: kill(-pgid, 0) first, then a
+// scan of /proc, because a zombie that nobody has reaped yet still counts for kill().
+Result<bool> ProcessGroupAlive(pid_t pgid);
+
+// Waits until ProcessGroupAlive(pgid) is false or `deadline` passes (a SIGKILLed process is gone
+// a moment after kill() returns, and one in uninterruptible sleep later still). True if gone.
+Result<bool> WaitForProcessGroupExit(pid_t pgid, const Deadline& deadline);
+
+}  // namespace sandrun
