@@ -10,6 +10,7 @@
 
 #include "runner/config/config.h"
 #include "runner/config/state_dir.h"
+#include "runner/policy/env_policy.h"
 #include "runner/policy/gate.h"
 #include "sandbox/docker/client.h"
 #include "sandbox/executors/docker_executor.h"
@@ -95,8 +96,9 @@ ExecToolResult RunExecTool(const GlobalOptions& global, const policy::ExecReques
   ctx.host_env = HostEnv();
   if (policy::NeedsLoginPath(decision, settings, ctx.host_env)) {
     auto shell = ctx.host_env.find("SHELL");
-    auto login = exec::CachedLoginPath(shell == ctx.host_env.end() ? "" : shell->second,
-                                       kLoginProbeTimeout, ctx.host_env);
+    auto login =
+        exec::CachedLoginPath(shell == ctx.host_env.end() ? "" : shell->second, kLoginProbeTimeout,
+                              policy::SanitizeInheritedEnv(ctx.host_env));
     if (login) ctx.login_path = *login;  // OpenClaw goes on without it, and so do we
   }
   if (policy::NeedsSeccompProfile(decision)) {

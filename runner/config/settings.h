@@ -15,71 +15,72 @@ enum class SandboxMode { kOff, kNonMain, kAll };
 enum class SandboxScope { kSession, kAgent, kShared };
 enum class WorkspaceAccess { kNone, kRo, kRw };
 enum class Security { kDeny, kAllowlist, kFull };  // ordered: deny < allowlist < full
-enum class Ask { kOff, kOnMiss, kAlways };          // ordered: off < on-miss < always
+enum class Ask { kOff, kOnMiss, kAlways };         // ordered: off < on-miss < always
 enum class ExecMode { kDeny, kAllowlist, kAsk, kAuto, kFull };
 
-struct DockerSettings {                                  // sandbox.docker.*
-  std::string image = "sandrun-sandbox:bookworm";        // image
-  std::string container_prefix = "sandrun-sbx-";         // containerPrefix
-  std::string workdir = "/workspace";                    // workdir (container side)
-  bool read_only_root = true;                            // readOnlyRoot
-  std::vector<std::string> tmpfs = {"/tmp", "/var/tmp", "/run"};  // tmpfs
-  std::string network = "none";                          // network
-  std::vector<std::string> cap_drop = {"ALL"};           // capDrop
+struct DockerSettings {                                            // sandbox.docker.*
+  std::string image = "sandrun-sandbox:bookworm";                  // image
+  std::string container_prefix = "sandrun-sbx-";                   // containerPrefix
+  std::string workdir = "/workspace";                              // workdir (container side)
+  bool read_only_root = true;                                      // readOnlyRoot
+  std::vector<std::string> tmpfs = {"/tmp", "/var/tmp", "/run"};   // tmpfs
+  std::string network = "none";                                    // network
+  std::vector<std::string> cap_drop = {"ALL"};                     // capDrop
   std::map<std::string, std::string> env = {{"LANG", "C.UTF-8"}};  // env (agent merged over global)
-  std::string user;                                      // user ("" = image default)
-  std::string setup_command;                             // setupCommand (run once after create)
-  int64_t pids_limit = 512;                              // pidsLimit (0 = unlimited)
-  int64_t memory_bytes = int64_t{1} << 30;               // memory: number or "1g"/"512m"
-  int64_t memory_swap_bytes = -1;                        // memorySwap (-1 = same as memory)
-  double cpus = 1.0;                                     // cpus (0 = unlimited)
-  std::string seccomp_profile = "default";               // seccompProfile: profiles/seccomp/<name>.json
-  std::string apparmor_profile;                          // apparmorProfile
-  std::vector<std::string> binds;                        // binds ("src:dst[:ro]"), global+agent concatenated
+  std::string user;                                                // user ("" = image default)
+  std::string setup_command;                // setupCommand (run once after create)
+  int64_t pids_limit = 512;                 // pidsLimit (0 = unlimited)
+  int64_t memory_bytes = int64_t{1} << 30;  // memory: number or "1g"/"512m"
+  int64_t memory_swap_bytes = -1;           // memorySwap (-1 = same as memory)
+  double cpus = 1.0;                        // cpus (0 = unlimited)
+  std::string seccomp_profile = "default";  // seccompProfile: profiles/seccomp/<name>.json
+  std::string apparmor_profile;             // apparmorProfile
+  std::vector<std::string> binds;           // binds ("src:dst[:ro]"), global+agent concatenated
 };
 
-struct PruneSettings {         // sandbox.prune.*
-  double idle_hours = 24;      // idleHours (0 disables)
-  double max_age_days = 7;     // maxAgeDays (0 disables)
+struct PruneSettings {      // sandbox.prune.*
+  double idle_hours = 24;   // idleHours (0 disables)
+  double max_age_days = 7;  // maxAgeDays (0 disables)
 };
 
-struct SandboxSettings {                                  // sandbox.* / agents.<id>.sandbox.*
-  SandboxMode mode = SandboxMode::kAll;                   // mode: off | non-main | all (differs: all)
-  SandboxScope scope = SandboxScope::kAgent;              // scope: session | agent | shared
+struct SandboxSettings {                      // sandbox.* / agents.<id>.sandbox.*
+  SandboxMode mode = SandboxMode::kAll;       // mode: off | non-main | all (differs: all)
+  SandboxScope scope = SandboxScope::kAgent;  // scope: session | agent | shared
   WorkspaceAccess workspace_access = WorkspaceAccess::kNone;  // workspaceAccess: none | ro | rw
-  std::string workspace_root;                             // workspaceRoot ("" = $SANDRUN_HOME/sandboxes)
-  std::string main_session_key = "main";                  // mainSessionKey (for non-main)
+  std::string workspace_root;             // workspaceRoot ("" = $SANDRUN_HOME/sandboxes)
+  std::string main_session_key = "main";  // mainSessionKey (for non-main)
   DockerSettings docker;
   PruneSettings prune;
 };
 
-struct ElevatedSettings {                                 // tools.elevated.*
-  bool enabled = false;                                   // enabled
-  std::map<std::string, std::vector<std::string>> allow_from;  // allowFrom.<provider>: [sender globs]
-  std::string default_level = "off";                      // defaultLevel: off | on | ask | full
-  std::string host_profile;                               // hostProfile ("" = tools.exec.hostProfile)
+struct ElevatedSettings {  // tools.elevated.*
+  bool enabled = false;    // enabled
+  std::map<std::string, std::vector<std::string>>
+      allow_from;                     // allowFrom.<provider>: [sender globs]
+  std::string default_level = "off";  // defaultLevel: off | on | ask | full
+  std::string host_profile;           // hostProfile ("" = tools.exec.hostProfile)
 };
 
-struct ExecSettings {                                     // tools.exec.*
-  std::string host = "auto";                              // host: auto | sandbox | gateway | node
-  std::optional<ExecMode> mode;                           // mode
-  std::optional<Security> security;                       // security (overrides mode)
-  std::optional<Ask> ask;                                 // ask (overrides mode)
-  int64_t timeout_seconds = 1800;                         // timeoutSeconds (alias timeoutSec); 0 = none
-  int64_t background_ms = 10000;                          // backgroundMs (clamped 10..120000)
-  int64_t max_output_chars = 200000;                      // maxOutputChars
-  int64_t pending_max_output_chars = 30000;               // pendingMaxOutputChars
-  int64_t cleanup_ms = 1800000;                           // cleanupMs
-  bool notify_on_exit = true;                             // notifyOnExit
-  bool notify_on_exit_empty_success = false;              // notifyOnExitEmptySuccess
-  std::vector<std::string> path_prepend;                  // pathPrepend
-  bool login_shell_path = true;                           // loginShellPath
-  std::string node;                                       // node
-  std::string host_profile = "default";                   // hostProfile
-  std::string host_user;                                  // hostUser
+struct ExecSettings {                         // tools.exec.*
+  std::string host = "auto";                  // host: auto | sandbox | gateway | node
+  std::optional<ExecMode> mode;               // mode
+  std::optional<Security> security;           // security (overrides mode)
+  std::optional<Ask> ask;                     // ask (overrides mode)
+  int64_t timeout_seconds = 1800;             // timeoutSeconds (alias timeoutSec); 0 = none
+  int64_t background_ms = 10000;              // backgroundMs (clamped 10..120000)
+  int64_t max_output_chars = 200000;          // maxOutputChars
+  int64_t pending_max_output_chars = 30000;   // pendingMaxOutputChars
+  int64_t cleanup_ms = 1800000;               // cleanupMs
+  bool notify_on_exit = true;                 // notifyOnExit
+  bool notify_on_exit_empty_success = false;  // notifyOnExitEmptySuccess
+  std::vector<std::string> path_prepend;      // pathPrepend
+  bool login_shell_path = true;               // loginShellPath
+  std::string node;                           // node
+  std::string host_profile = "default";       // hostProfile
+  std::string host_user;                      // hostUser
 };
 
-struct ToolPolicy {                      // tools.allow / tools.deny
+struct ToolPolicy {  // tools.allow / tools.deny
   std::vector<std::string> allow;
   std::vector<std::string> deny;
 };

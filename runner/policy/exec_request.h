@@ -10,17 +10,17 @@
 namespace sandrun::policy {
 
 struct ExecRequest {
-  std::string command;                         // required, non-empty, no NUL, <= 1 MiB
+  std::string command;  // required, non-empty, no NUL, <= 1 MiB
   std::optional<std::string> workdir;
-  std::map<std::string, std::string> env;      // overrides (keys validated by the gate)
+  std::map<std::string, std::string> env;  // overrides (keys validated by the gate)
   std::optional<int64_t> yield_ms;
   bool background = false;
-  std::optional<double> timeout_seconds;       // `timeout` or `timeoutSeconds`; <= 0 means none
+  std::optional<double> timeout_seconds;  // `timeout` or `timeoutSeconds`; <= 0 means none
   bool pty = false;
   std::optional<bool> elevated;
-  std::optional<std::string> host;             // raw value as given (validated by the gate)
-  std::optional<std::string> security;         // accepted and ignored (SPEC §3.6)
-  std::optional<std::string> ask;              // may only tighten
+  std::optional<std::string> host;      // raw value as given (validated by the gate)
+  std::optional<std::string> security;  // accepted and ignored (SPEC §3.6)
+  std::optional<std::string> ask;       // may only tighten
   std::optional<std::string> node;
 };
 

@@ -14,20 +14,20 @@ enum class Target { kSandbox, kGateway };
 
 // Everything the Docker executor needs to find or create the scope's container.
 struct SandboxSpec {
-  std::string instance_id;     // $SANDRUN_HOME/instance-id: state dirs never share containers
-  std::string scope_key;       // "agent:main", a session key, or "shared"
+  std::string instance_id;  // $SANDRUN_HOME/instance-id: state dirs never share containers
+  std::string scope_key;    // "agent:main", a session key, or "shared"
   std::string image;
   std::string container_prefix = "sandrun-sbx-";
-  std::string workdir = "/workspace";                  // container side of the workspace mount
-  std::string workspace_host_dir;                      // host side (scratch dir or real workspace)
+  std::string workdir = "/workspace";  // container side of the workspace mount
+  std::string workspace_host_dir;      // host side (scratch dir or real workspace)
   bool workspace_read_only = false;
   bool read_only_root = true;
-  std::vector<std::string> tmpfs;                      // mount points
-  std::map<std::string, std::string> tmpfs_options;    // mount point -> options (from the preset)
+  std::vector<std::string> tmpfs;                    // mount points
+  std::map<std::string, std::string> tmpfs_options;  // mount point -> options (from the preset)
   std::string network = "none";
   std::vector<std::string> cap_drop;
-  std::vector<std::string> security_opt;               // incl. "seccomp=<inline JSON>"
-  std::map<std::string, std::string> container_env;    // the container's own env
+  std::vector<std::string> security_opt;             // incl. "seccomp=<inline JSON>"
+  std::map<std::string, std::string> container_env;  // the container's own env
   std::string user;
   std::string setup_command;
   int64_t pids_limit = 0;
@@ -35,10 +35,10 @@ struct SandboxSpec {
   int64_t memory_swap_bytes = 0;
   int64_t nano_cpus = 0;
   bool init = true;
-  std::vector<std::string> binds;                      // extra validated binds
+  std::vector<std::string> binds;  // extra validated binds
   double prune_idle_hours = 24;
   double prune_max_age_days = 7;
-  std::string state_dir;                               // for sandbox/containers.json
+  std::string state_dir;  // for sandbox/containers.json
 };
 
 struct Plan {
@@ -49,17 +49,17 @@ struct Plan {
   // Sandbox: the PATH entries to put first, carried in SANDRUN_PREPEND_PATH (never pasted into
   // the script text). Empty: no prefix.
   std::string prepend_path;
-  std::string cwd;          // gateway: host directory; sandbox: container directory
-  std::string shell;        // gateway: the shell binary (argv = shell -c command)
-  int64_t timeout_ms = 0;   // 0 = none
+  std::string cwd;         // gateway: host directory; sandbox: container directory
+  std::string shell;       // gateway: the shell binary (argv = shell -c command)
+  int64_t timeout_ms = 0;  // 0 = none
   int64_t kill_grace_ms = 3000;
   bool pty = false;
   unsigned pty_rows = 30;
   unsigned pty_cols = 120;
   std::string term = "xterm-256color";
   size_t max_output_chars = 200000;
-  std::vector<std::string> warnings;  // shown before the output (OpenClaw's Warning: lines)
-  SandboxSpec sandbox;                // Target::kSandbox only
+  std::vector<std::string> warnings;     // shown before the output (OpenClaw's Warning: lines)
+  SandboxSpec sandbox;                   // Target::kSandbox only
   std::string host_profile = "default";  // gateway hardening profile name (issue: hardening)
 };
 

@@ -15,7 +15,8 @@ std::string DefaultProfilesDir() {
 Result<std::string> LoadSeccompProfileJson(const std::string& profiles_dir,
                                            const std::string& name) {
   bool valid = !name.empty();
-  for (char c : name) valid = valid && ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-');
+  for (char c : name)
+    valid = valid && ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-');
   if (!valid) {
     return Error(ErrorCode::kInvalidArgument, "invalid seccomp profile name \"" + name + "\"");
   }

@@ -14,6 +14,7 @@ std::string DefaultProfilesDir();
 // Reads and checks profiles/seccomp/<name>.json (name: [a-z0-9-]+; an object with a string
 // defaultAction and a syscalls array) and returns it compacted, ready for
 // HostConfig.SecurityOpt "seccomp=<json>". Errors name the file and the reason.
-Result<std::string> LoadSeccompProfileJson(const std::string& profiles_dir, const std::string& name);
+Result<std::string> LoadSeccompProfileJson(const std::string& profiles_dir,
+                                           const std::string& name);
 
 }  // namespace sandrun::harden

@@ -1,0 +1,357 @@
+#include "runner/policy/gate.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "runner/policy/approve_guard.h"
+#include "runner/policy/env_policy.h"
+#include "runner/policy/sandbox_spec.h"
+#include "sandbox/executors/login_path.h"
+
+namespace sandrun::policy {
+namespace {
+
+std::string Trim(std::string_view s) {
+  size_t b = 0;
+  size_t e = s.size();
+  while (b < e && std::isspace(static_cast<unsigned char>(s[b])) != 0) ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1])) != 0) --e;
+  return std::string(s.substr(b, e - b));
+}
+
+std::string Lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::optional<std::string> Lookup(const std::map<std::string, std::string>& env,
+                                  const std::string& key) {
+  auto it = env.find(key);
+  if (it == env.end()) return std::nullopt;
+  return it->second;
+}
+
+GateError InvalidRequest(std::string message) {
+  return GateError{"invalid-request", std::move(message)};
+}
+
+// The first refusal of a call, in the documented order; nullopt when allowed.
+std::optional<GateError> FirstRefusal(const config::AgentSettings& settings,
+                                      const ExecRequest& request, const Decision& d,
+                                      bool configured_host_ok,
+                                      const std::optional<GateError>& host_error,
+                                      const std::optional<GateError>& elevated_error) {
+  if (Trim(request.command).empty()) return InvalidRequest("Provide a command to start.");
+  if (request.command.find('\0') != std::string::npos) {
+    return InvalidRequest("The command contains a NUL byte.");
+  }
+  if (static_cast<int64_t>(request.command.size()) > kMaxCommandBytes) {
+    return InvalidRequest("The command is too long (" + std::to_string(request.command.size()) +
+                          " bytes; the limit is " + std::to_string(kMaxCommandBytes) + ").");
+  }
+  if (!configured_host_ok) {
+    return GateError{"invalid-config", "Invalid tools.exec.host \"" + settings.exec.host +
+                                           "\". Allowed values: auto, sandbox, gateway, node."};
+  }
+  if (host_error.has_value()) return host_error;
+  if (request.security.has_value() && !ParseSecurity(*request.security).has_value()) {
+    return InvalidRequest("Invalid exec security \"" + *request.security +
+                          "\". Allowed values: deny, allowlist, full.");
+  }
+  if (request.ask.has_value() && !ParseAsk(*request.ask).has_value()) {
+    return InvalidRequest("Invalid exec ask \"" + *request.ask +
+                          "\". Allowed values: off, on-miss, always.");
+  }
+  if (elevated_error.has_value()) return elevated_error;
+  if (auto e = CheckHostOverride(d.configured_host, d.requested_host, d.sandboxed)) return e;
+  if (d.selected_host == Host::kSandbox && !d.sandboxed) {
+    return GateError{"sandbox-unavailable",
+                     "exec host=sandbox requires a sandbox runtime for this session.\n"
+                     "Enable sandbox mode (`agents.defaults.sandbox.mode=\"non-main\"` or "
+                     "`\"all\"`) or use host=auto/gateway/node."};
+  }
+  if (auto e = CheckApproveCommand(request.command)) return e;
+  if (d.effective_host == Host::kSandbox) {
+    GateResult<EnvMap> env = ValidateSandboxEnvOverrides(request.env);
+    if (!env) return env.error();
+  } else {
+    GateResult<EnvMap> env = ValidateHostEnvOverrides(request.env);
+    if (!env) return env.error();
+  }
+  if (d.configured.security == config::Security::kDeny) {
+    return GateError{"denied", std::string("exec denied: host=") + HostName(d.effective_host) +
+                                   " security=deny"};
+  }
+  if (d.effective_host == Host::kNode) {
+    const std::string bound = Trim(settings.exec.node);
+    const std::string asked = request.node.has_value() ? Trim(*request.node) : "";
+    if (!bound.empty() && !asked.empty() && asked != bound) {
+      return GateError{"node-not-allowed", "exec node not allowed (bound to " + bound + ")"};
+    }
+    return GateError{"node-unavailable",
+                     "exec host=node requires a paired node (none available). This requires a "
+                     "companion app or node host."};
+  }
+  return std::nullopt;
+}
+
+GateResult<int64_t> TimeoutMs(const ExecRequest& request, const config::ExecSettings& exec) {
+  // Keep far from int64 overflow; 2^53 ms is ~285000 years.
+  constexpr double kMaxMs = 9007199254740992.0;
+  if (request.timeout_seconds.has_value()) {
+    const double sec = *request.timeout_seconds;
+    if (std::isnan(sec)) return InvalidRequest("Invalid exec timeout: not a number.");
+    if (sec <= 0) return int64_t{0};
+    const double ms = std::floor(sec * 1000.0);
+    if (ms >= kMaxMs) return static_cast<int64_t>(kMaxMs);
+    return std::max<int64_t>(1, static_cast<int64_t>(ms));
+  }
+  if (exec.timeout_seconds <= 0) return int64_t{0};
+  if (exec.timeout_seconds >= static_cast<int64_t>(kMaxMs / 1000)) {
+    return static_cast<int64_t>(kMaxMs);
+  }
+  return exec.timeout_seconds * 1000;
+}
+
+int64_t ClampYield(int64_t ms) { return std::clamp<int64_t>(ms, 10, 120000); }
+
+GateResult<GatedPlan> BuildSandboxPlan(GatedPlan out, const ExecRequest& request,
+                                       const GateContext& ctx, const DirExistsFn& dir_exists) {
+  const config::AgentSettings& s = *ctx.settings;
+  GateResult<exec::SandboxSpec> spec = BuildSandboxSpec(ctx);
+  if (!spec) return spec.error();
+  exec::Plan& p = out.plan;
+  p.target = exec::Target::kSandbox;
+  p.sandbox = std::move(spec).value();
+
+  GateResult<EnvMap> overrides = ValidateSandboxEnvOverrides(request.env);
+  if (!overrides) return overrides.error();
+  EnvMap env;
+  env["HOME"] = p.sandbox.workdir;
+  for (const auto& [k, v] : s.sandbox.docker.env) env[k] = v;
+  for (const auto& [k, v] : *overrides) env[k] = v;
+  std::optional<std::string> path = Lookup(request.env, "PATH");
+  if (!path.has_value()) path = Lookup(s.sandbox.docker.env, "PATH");
+  env.erase("PATH");
+  env.erase("SANDRUN_PREPEND_PATH");  // the executor's carrier, never the caller's
+  env["SANDRUN_SHELL"] = "exec";
+
+  std::vector<std::string> prepend = NormalizePathPrepend(s.exec.path_prepend, env["HOME"]);
+  if (path.has_value()) {
+    for (std::string& e : SplitPathList(*path)) prepend.push_back(std::move(e));
+  }
+  p.prepend_path = JoinPathList(DedupePathEntries(prepend));
+  p.env = std::move(env);
+
+  SandboxWorkdir wd = MapSandboxWorkdir(request.workdir, p.sandbox.workdir,
+                                        p.sandbox.workspace_host_dir, dir_exists);
+  p.cwd = wd.container_dir;
+  if (wd.warning.has_value()) p.warnings.push_back(*wd.warning);
+  return out;
+}
+
+GateResult<GatedPlan> BuildGatewayPlan(GatedPlan out, const ExecRequest& request,
+                                       const GateContext& ctx, const DirExistsFn& dir_exists,
+                                       const IsExecutableFn& is_executable) {
+  const config::AgentSettings& s = *ctx.settings;
+  exec::Plan& p = out.plan;
+  p.target = exec::Target::kGateway;
+
+  GateResult<EnvMap> overrides = ValidateHostEnvOverrides(request.env);
+  if (!overrides) return overrides.error();
+  EnvMap env = SanitizeInheritedEnv(ctx.host_env);
+  for (const auto& [k, v] : *overrides) env[k] = v;
+  const std::string home = Lookup(ctx.host_env, "HOME").value_or("");
+  const std::vector<std::string> prepend = NormalizePathPrepend(s.exec.path_prepend, home);
+  const std::string login =
+      NeedsLoginPath(out.decision, s, ctx.host_env) ? ctx.login_path : std::string();
+  env["PATH"] = MergeGatewayPath(login, Lookup(ctx.host_env, "PATH"), prepend);
+  env["SANDRUN_SHELL"] = "exec";
+  const std::optional<std::string> shell_env = Lookup(ctx.host_env, "SHELL");
+  p.shell = SelectGatewayShell(shell_env.value_or(""), env["PATH"], is_executable);
+  p.env = std::move(env);
+
+  // Workdir: the request's (relative to the workspace) or the workspace; it must be a directory.
+  std::string base = ctx.workspace_dir.empty() ? ctx.cwd : ctx.workspace_dir;
+  std::string wanted;
+  if (request.workdir.has_value() && !Trim(*request.workdir).empty()) {
+    const std::string& w = *request.workdir;
+    wanted = w[0] == '/' ? w : (base.empty() ? w : base + "/" + w);
+  } else {
+    wanted = base;
+  }
+  if (!wanted.empty() && wanted[0] == '/') wanted = NormalizePosixPath(wanted);
+  if (!wanted.empty() && wanted[0] == '/' && dir_exists(wanted)) {
+    p.cwd = wanted;
+  } else {
+    std::string fallback = "/";
+    for (const std::string& candidate : {ctx.workspace_dir, ctx.cwd, home}) {
+      if (!candidate.empty() && candidate[0] == '/' && dir_exists(candidate)) {
+        fallback = candidate;
+        break;
+      }
+    }
+    const std::string shown = request.workdir.has_value() ? *request.workdir : wanted;
+    p.warnings.push_back("Warning: workdir \"" + shown + "\" is unavailable; using \"" + fallback +
+                         "\".");
+    p.cwd = fallback;
+  }
+
+  const bool elevated = out.decision.elevated != ElevatedMode::kOff;
+  std::string profile = Trim(s.exec.host_profile);
+  if (elevated && !Trim(s.elevated.host_profile).empty()) profile = Trim(s.elevated.host_profile);
+  p.host_profile = profile.empty() ? "default" : profile;
+  return out;
+}
+
+}  // namespace
+
+bool StatDirExists(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+bool StatIsExecutable(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
+}
+
+Decision Decide(const config::AgentSettings& settings, const ExecRequest& request,
+                const Caller& caller) {
+  Decision d;
+  d.sandboxed = IsSessionSandboxed(settings.sandbox, caller);
+  const std::optional<Host> configured = ParseHost(settings.exec.host);
+  d.configured_host = configured.value_or(Host::kAuto);
+
+  GateResult<std::optional<Host>> requested = NormalizeRequestedHost(request.host);
+  std::optional<GateError> host_error;
+  if (requested) {
+    d.requested_host = *requested;
+  } else {
+    host_error = requested.error();
+  }
+
+  ElevatedResolution elevated =
+      ResolveElevated(settings.elevated, request.elevated, caller, d.sandboxed);
+  d.elevated = elevated.mode;
+  const bool elevated_on = elevated.mode != ElevatedMode::kOff && !elevated.refusal.has_value();
+
+  const ExecTarget target =
+      SelectExecTarget(d.configured_host, d.requested_host, d.sandboxed, elevated_on);
+  d.selected_host = target.selected;
+  d.effective_host = target.effective;
+
+  std::optional<config::Ask> requested_ask;
+  if (request.ask.has_value()) requested_ask = ParseAsk(*request.ask);
+  d.configured = ConfiguredSecurityAsk(settings.exec);
+  d.effective = EffectiveSecurityAsk(d.configured, requested_ask,
+                                     elevated_on ? elevated.mode : ElevatedMode::kOff);
+  // An explicitly configured deny wins over everything, elevated full included.
+  if (d.configured.security == config::Security::kDeny) {
+    d.effective.security = config::Security::kDeny;
+  }
+  d.approvals_apply = d.effective_host != Host::kSandbox;
+  d.needs_approval_flow =
+      d.approvals_apply && d.effective.security != config::Security::kDeny &&
+      (d.effective.security != config::Security::kFull || d.effective.ask != config::Ask::kOff);
+
+  d.refusal =
+      FirstRefusal(settings, request, d, configured.has_value(), host_error, elevated.refusal);
+  return d;
+}
+
+bool NeedsLoginPath(const Decision& decision, const config::AgentSettings& settings,
+                    const std::map<std::string, std::string>& host_env) {
+  if (!decision.allowed() || decision.needs_approval_flow) return false;
+  if (decision.effective_host != Host::kGateway || !settings.exec.login_shell_path) return false;
+  if (auto v = Lookup(host_env, "SANDRUN_LOAD_SHELL_ENV")) {
+    const std::string off = Lower(Trim(*v));
+    if (off == "0" || off == "false" || off == "no" || off == "off") return false;
+  }
+  return true;
+}
+
+bool NeedsSeccompProfile(const Decision& decision) {
+  return decision.allowed() && decision.effective_host == Host::kSandbox;
+}
+
+std::string SelectGatewayShell(const std::string& shell_env, const std::string& path,
+                               const IsExecutableFn& is_executable) {
+  // exec::SelectShell with a lookup over the child's PATH through the injected probe; relative
+  // PATH entries never name the shell.
+  exec::PathLookup lookup = [&](std::string_view name) -> std::string {
+    for (const std::string& dir : SplitPathList(path)) {
+      if (dir[0] != '/') continue;
+      std::string candidate = dir + "/" + std::string(name);
+      if (is_executable && is_executable(candidate)) return candidate;
+    }
+    return "";
+  };
+  return exec::SelectShell(shell_env.c_str(), lookup);
+}
+
+GateResult<GatedPlan> BuildPlan(const Decision& decision, const ExecRequest& request,
+                                const GateContext& ctx) {
+  if (decision.refusal.has_value()) return *decision.refusal;
+  if (ctx.settings == nullptr) {
+    return GateError{"invalid-config", "internal: the gate was called without settings."};
+  }
+  const config::AgentSettings& s = *ctx.settings;
+  if (decision.needs_approval_flow) {
+    return GateError{
+        "approval-required",
+        std::string("exec denied: host=") + HostName(decision.effective_host) + " security=" +
+            SecurityName(decision.effective.security) + " ask=" + AskName(decision.effective.ask) +
+            " needs approvals and allowlists, which are not available yet (issue: approvals); "
+            "configure tools.exec.security=full and tools.exec.ask=off (tools.exec.mode=full), "
+            "or run in the sandbox."};
+  }
+
+  GatedPlan out;
+  out.decision = decision;
+  exec::Plan& p = out.plan;
+  p.command = request.command;
+  GateResult<int64_t> timeout = TimeoutMs(request, s.exec);
+  if (!timeout) return timeout.error();
+  p.timeout_ms = *timeout;
+  p.pty = request.pty;
+  const std::string term = Trim(Lookup(ctx.host_env, "TERM").value_or(""));
+  if (!term.empty()) p.term = term;
+  p.max_output_chars =
+      s.exec.max_output_chars > 0 ? static_cast<size_t>(s.exec.max_output_chars) : size_t{200000};
+  out.background = request.background;
+  out.yield_ms = request.background
+                     ? 0
+                     : ClampYield(request.yield_ms.value_or(ClampYield(s.exec.background_ms)));
+
+  const DirExistsFn dir_exists = ctx.dir_exists ? ctx.dir_exists : DirExistsFn(StatDirExists);
+  const IsExecutableFn is_executable =
+      ctx.is_executable ? ctx.is_executable : IsExecutableFn(StatIsExecutable);
+  switch (decision.effective_host) {
+    case Host::kSandbox:
+      return BuildSandboxPlan(std::move(out), request, ctx, dir_exists);
+    case Host::kGateway:
+      return BuildGatewayPlan(std::move(out), request, ctx, dir_exists, is_executable);
+    case Host::kAuto:
+    case Host::kNode:
+      break;
+  }
+  return GateError{"node-unavailable",
+                   "exec host=node requires a paired node (none available). This requires a "
+                   "companion app or node host."};
+}
+
+GateResult<GatedPlan> Gate(const ExecRequest& request, const GateContext& ctx) {
+  if (ctx.settings == nullptr) {
+    return GateError{"invalid-config", "internal: the gate was called without settings."};
+  }
+  return BuildPlan(Decide(*ctx.settings, request, ctx.caller), request, ctx);
+}
+
+}  // namespace sandrun::policy

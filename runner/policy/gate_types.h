@@ -1,0 +1,106 @@
+// Value types shared by the gate's parts: the refusal (GateError), a Result-like holder that
+// carries one (GateResult<T>), and the facts the caller gathers for the gate (GateContext).
+//
+// The gate is pure policy: it never touches the file system, the network or the environment
+// itself. Whatever it needs to know about the world comes in through GateContext, including
+// two small injectable probes (DirExists, IsExecutable) so tests stay hermetic.
+//
+// Pattern of use:
+//   GateResult<Foo> r = Something(...);
+//   if (!r) return r.error();          // a GateError: {code, message}
+//   Use(r.value());
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <utility>
+#include <variant>
+
+#include "runner/config/settings.h"
+#include "runner/policy/exec_request.h"
+
+namespace sandrun::policy {
+
+// Why the gate refused a call. `code` is the machine-readable error code of the tool-call error
+// object ({"error":{"code","message"}}, SPEC §2.1); `message` is OpenClaw's text where one
+// exists. Codes:
+//   invalid-request       empty/oversized command, NUL in the command, bad per-call enum
+//   invalid-host          unknown per-call host value
+//   host-not-allowed      per-call host that may not override the configured one
+//   sandbox-unavailable   host=sandbox without a sandbox runtime for this session (fail closed)
+//   elevated-unavailable  elevated requested but tools.elevated gates say no
+//   approve-command       the command contains an `/approve <id> <decision>` command
+//   security-violation    a refused env override (PATH, LD_*, ...), NUL value or invalid key
+//   denied                security=deny configured explicitly (any host)
+//   node-unavailable      host=node (no node hosts exist yet)
+//   node-not-allowed      per-call node differs from tools.exec.node
+//   approval-required     gateway/node with security=allowlist or ask!=off: approvals and
+//                         allowlists are a later issue, so the gate fails closed
+//   invalid-config        the settings themselves are unusable (bad bind, host network, ...)
+struct GateError {
+  std::string code;
+  std::string message;
+};
+
+// Holds a T or a GateError; the same surface as sandrun::Result<T>, but the error carries the
+// gate's string code.
+template <typename T>
+class [[nodiscard]] GateResult {
+ public:
+  GateResult(T value) : v_(std::in_place_index<0>, std::move(value)) {}          // NOLINT: implicit
+  GateResult(GateError error) : v_(std::in_place_index<1>, std::move(error)) {}  // NOLINT
+
+  bool has_value() const { return v_.index() == 0; }
+  explicit operator bool() const { return has_value(); }
+
+  T& value() & { return std::get<0>(v_); }
+  const T& value() const& { return std::get<0>(v_); }
+  T&& value() && { return std::get<0>(std::move(v_)); }
+  T& operator*() & { return value(); }
+  const T& operator*() const& { return value(); }
+  T* operator->() { return &value(); }
+  const T* operator->() const { return &value(); }
+
+  const GateError& error() const& { return std::get<1>(v_); }
+  GateError&& error() && { return std::get<1>(std::move(v_)); }
+
+ private:
+  std::variant<T, GateError> v_;
+};
+
+// true when `path` is an existing directory (follows symlinks).
+using DirExistsFn = std::function<bool(const std::string& path)>;
+// true when `path` is an executable regular file.
+using IsExecutableFn = std::function<bool(const std::string& path)>;
+
+// stat()-based probes for production callers. The gate calls these only when the context leaves
+// the corresponding function empty.
+bool StatDirExists(const std::string& path);
+bool StatIsExecutable(const std::string& path);
+
+// Facts the gate needs, gathered by the caller for BuildPlan() (Decide() takes the settings,
+// request and caller directly).
+struct GateContext {
+  const config::AgentSettings* settings = nullptr;
+  Caller caller;
+  std::string state_dir;      // $SANDRUN_HOME (absolute)
+  std::string instance_id;    // $SANDRUN_HOME/instance-id
+  std::string workspace_dir;  // the agent's real workspace (absolute)
+  std::string cwd;            // the runner's own cwd: gateway workdir fallback after the workspace
+  // The runner's own environment: the base of the gateway child env, $SHELL, $HOME, $PATH.
+  std::map<std::string, std::string> host_env;
+  // The login shell's PATH (merged probe result); "" when off or unavailable. Only read for
+  // gateway plans: probe only when NeedsLoginPath(decision) says so.
+  std::string login_path;
+  // Compact JSON of profiles/seccomp/<sandbox.docker.seccompProfile>.json; required for sandbox
+  // plans (the gate fails closed without it). Only read when NeedsSeccompProfile(decision).
+  std::string seccomp_profile_json;
+  // Tmpfs mount point -> options (profiles/containers/<preset>.json "Tmpfs"). Empty: the gate's
+  // built-in copy of profiles/containers/default.json.
+  std::map<std::string, std::string> tmpfs_options;
+  DirExistsFn dir_exists;        // empty: StatDirExists
+  IsExecutableFn is_executable;  // empty: StatIsExecutable
+};
+
+}  // namespace sandrun::policy

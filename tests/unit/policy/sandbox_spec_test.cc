@@ -1,0 +1,458 @@
+// Sandbox spec (reference §2.2-§2.5): scope keys, slugs, scratch dirs, the container spec from
+// settings, bind and network validation, workdir mapping.
+#include "runner/policy/sandbox_spec.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "sandbox/base/sha256.h"
+
+namespace sandrun::policy {
+namespace {
+
+using config::SandboxScope;
+using config::WorkspaceAccess;
+
+Caller MakeCaller(std::string agent, std::string session) {
+  Caller c;
+  c.agent_id = std::move(agent);
+  c.session_key = std::move(session);
+  return c;
+}
+
+TEST(ScopeKey, PerScope) {
+  EXPECT_EQ(SandboxScopeKey(SandboxScope::kShared, MakeCaller("main", "s")), "shared");
+  EXPECT_EQ(SandboxScopeKey(SandboxScope::kSession, MakeCaller("main", " s1 ")), "s1");
+  EXPECT_EQ(SandboxScopeKey(SandboxScope::kSession, MakeCaller("main", "  ")), "main");
+  EXPECT_EQ(SandboxScopeKey(SandboxScope::kAgent, MakeCaller("main", "s")), "agent:main");
+  EXPECT_EQ(SandboxScopeKey(SandboxScope::kAgent, MakeCaller(" ops ", "s")), "agent:ops");
+  EXPECT_EQ(SandboxScopeKey(SandboxScope::kAgent, MakeCaller("", "s")), "agent:main");
+}
+
+struct SlugRow {
+  std::string name;
+  std::string key;
+  std::string base;    // expected slug before "-<hash8>"
+  std::string hashed;  // the text whose sha256 prefixes the slug
+};
+class SlugTest : public ::testing::TestWithParam<SlugRow> {};
+
+TEST_P(SlugTest, Slugifies) {
+  const SlugRow& row = GetParam();
+  EXPECT_EQ(SlugifyScopeKey(row.key), row.base + "-" + Sha256Hex(row.hashed).substr(0, 8));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Rows, SlugTest,
+    ::testing::Values(
+        SlugRow{"agent_main", "agent:main", "agent-main", "agent:main"},
+        SlugRow{"trimmed_and_lowered", "  Hello World!!  ", "hello-world", "Hello World!!"},
+        SlugRow{"empty_is_session", "", "session", "session"},
+        SlugRow{"blank_is_session", "   ", "session", "session"},
+        SlugRow{"nothing_left", "!!!", "session", "!!!"},
+        SlugRow{"keeps_dot_underscore_dash", "a..b__c--d", "a..b__c--d", "a..b__c--d"},
+        SlugRow{"trims_dashes", "--x--", "x", "--x--"},
+        SlugRow{"runs_collapse", "a:/:b", "a-b", "a:/:b"},
+        SlugRow{"cut_at_32", std::string(40, 'k'), std::string(32, 'k'), std::string(40, 'k')},
+        SlugRow{"cut_keeps_trailing_dash", std::string(31, 'a') + " b", std::string(31, 'a') + "-",
+                std::string(31, 'a') + " b"},
+        SlugRow{"non_ascii", "caf\xc3\xa9", "caf", "caf\xc3\xa9"}),
+    [](const ::testing::TestParamInfo<SlugRow>& row_info) { return row_info.param.name; });
+
+TEST(Slug, AgentMainExactly) {
+  // sha256("agent:main") = f331f052...; checked independently of Sha256Hex.
+  EXPECT_EQ(SlugifyScopeKey("agent:main"), "agent-main-f331f052");
+  EXPECT_EQ(SlugifyScopeKey(""), "session-3f3af1ec");
+}
+
+TEST(ScratchDir, PerScope) {
+  EXPECT_EQ(ScratchWorkspaceDir("/state/sandboxes", SandboxScope::kAgent, "agent:main"),
+            "/state/sandboxes/agent-main-f331f052");
+  EXPECT_EQ(ScratchWorkspaceDir("/state/sandboxes/", SandboxScope::kShared, "shared"),
+            "/state/sandboxes");
+  EXPECT_EQ(ScratchWorkspaceDir("/srv/sbx", SandboxScope::kSession, "s1"),
+            "/srv/sbx/s1-" + Sha256Hex("s1").substr(0, 8));
+}
+
+TEST(Paths, Normalize) {
+  EXPECT_EQ(NormalizePosixPath("/a/./b//c/"), "/a/b/c");
+  EXPECT_EQ(NormalizePosixPath("/a/b/../c"), "/a/c");
+  EXPECT_EQ(NormalizePosixPath("/../.."), "/");
+  EXPECT_EQ(NormalizePosixPath("a/../../b"), "../b");
+  EXPECT_EQ(NormalizePosixPath(""), ".");
+  EXPECT_TRUE(PathIsWithin("/a/b", "/a"));
+  EXPECT_TRUE(PathIsWithin("/a", "/a/"));
+  EXPECT_FALSE(PathIsWithin("/ab", "/a"));
+  EXPECT_TRUE(PathIsWithin("/x", "/"));
+  EXPECT_FALSE(PathIsWithin("/a/../b", "/a"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Binds.
+
+struct BindRow {
+  std::string name;
+  std::string bind;
+  std::string want;      // normalized bind, or "" when refused
+  std::string fragment;  // part of the refusal text
+};
+class BindTest : public ::testing::TestWithParam<BindRow> {};
+
+TEST_P(BindTest, Validates) {
+  GateResult<std::string> r = ValidateBind(GetParam().bind, "/home/u", "/workspace");
+  if (!GetParam().want.empty()) {
+    ASSERT_TRUE(r.has_value()) << r.error().message;
+    EXPECT_EQ(*r, GetParam().want);
+    return;
+  }
+  ASSERT_FALSE(r.has_value()) << *r;
+  EXPECT_EQ(r.error().code, "invalid-config");
+  EXPECT_NE(r.error().message.find(GetParam().fragment), std::string::npos) << r.error().message;
+  EXPECT_EQ(r.error().message.rfind("sandbox.docker.binds entry \"" + GetParam().bind + "\": ", 0),
+            0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Rows, BindTest,
+    ::testing::Values(
+        BindRow{"ok_ro", "/srv/data:/data:ro", "/srv/data:/data:ro", ""},
+        BindRow{"ok_rw_z", "/srv/data:/data:rw,z", "/srv/data:/data:rw,z", ""},
+        BindRow{"ok_tilde", "~/proj:/proj", "/home/u/proj:/proj", ""},
+        BindRow{"ok_normalized", "/srv/./x//y/:/d/", "/srv/x/y:/d", ""},
+        BindRow{"ok_dotdot_out_of_etc", "/etc/../srv/x:/d", "/srv/x:/d", ""},
+        BindRow{"etc", "/etc:/x", "", "inside the blocked host path \"/etc\""},
+        BindRow{"etc_sub", "/etc/ssl:/x", "", "inside the blocked host path \"/etc\""},
+        BindRow{"dotdot_into_etc", "/srv/../etc/passwd:/x", "", "\"/etc\""},
+        BindRow{"proc", "/proc/1:/p", "", "\"/proc\""}, BindRow{"sys", "/sys:/s", "", "\"/sys\""},
+        BindRow{"dev", "/dev/sda:/d", "", "\"/dev\""},
+        BindRow{"root_home", "/root:/r", "", "\"/root\""},
+        BindRow{"boot", "/boot:/b", "", "\"/boot\""},
+        BindRow{"run", "/run/user/1000:/r", "", "\"/run\""},
+        BindRow{"var_run_docker_sock", "/var/run/docker.sock:/var/run/docker.sock", "",
+                "\"/var/run\""},
+        BindRow{"private_etc", "/private/etc:/e", "", "\"/private/etc\""},
+        BindRow{"var_contains_var_run", "/var:/v", "", "contains the blocked host path"},
+        BindRow{"host_root", "/:/host", "", "the whole host"},
+        BindRow{"docker_sock_elsewhere", "/srv/docker.sock:/s", "", "Docker socket"},
+        BindRow{"ssh", "~/.ssh:/ssh", "", "\"/home/u/.ssh\""},
+        BindRow{"aws_file", "/home/u/.aws/credentials:/c", "", "\"/home/u/.aws\""},
+        BindRow{"config", "/home/u/.config/gh:/c", "", "\"/home/u/.config\""},
+        BindRow{"netrc", "~/.netrc:/n", "", "\"/home/u/.netrc\""},
+        BindRow{"home_contains_ssh", "/home/u:/home", "", "contains the blocked host path"},
+        BindRow{"target_workspace", "/srv/x:/workspace", "", "reserved"},
+        BindRow{"target_workspace_sub", "/srv/x:/workspace/sub", "", "reserved"},
+        BindRow{"target_agent", "/srv/x:/agent", "", "reserved"},
+        BindRow{"target_root", "/srv/x:/", "", "target \"/\""},
+        BindRow{"target_relative", "/srv/x:data", "", "target must be an absolute path"},
+        BindRow{"named_volume", "vol:/data", "", "absolute host path"},
+        BindRow{"relative_source", "./x:/data", "", "absolute host path"},
+        BindRow{"no_target", "/srv/x", "", "SRC:DST[:MODE]"},
+        BindRow{"too_many_parts", "/a:/b:ro:x", "", "SRC:DST[:MODE]"},
+        BindRow{"bad_mode", "/srv/x:/d:rw,bogus", "", "unknown mount option \"bogus\""}),
+    [](const ::testing::TestParamInfo<BindRow>& row_info) { return row_info.param.name; });
+
+TEST(Bind, TildeWithoutHome) {
+  GateResult<std::string> r = ValidateBind("~/x:/x", "", "/workspace");
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.error().message.find("HOME is not set"), std::string::npos);
+}
+
+TEST(Bind, CustomWorkdirIsReserved) {
+  GateResult<std::string> r = ValidateBind("/srv/x:/code/sub", "/home/u", "/code");
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.error().message.find("reserved"), std::string::npos);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Docker security settings.
+
+struct DockerSecurityRow {
+  std::string name;
+  std::string network;
+  std::string seccomp;
+  std::string apparmor;
+  std::string fragment;  // "" = accepted
+};
+class DockerSecurityTest : public ::testing::TestWithParam<DockerSecurityRow> {};
+
+TEST_P(DockerSecurityTest, Validates) {
+  config::DockerSettings d;
+  d.network = GetParam().network;
+  d.seccomp_profile = GetParam().seccomp;
+  d.apparmor_profile = GetParam().apparmor;
+  std::optional<GateError> e = ValidateDockerSecurity(d);
+  if (GetParam().fragment.empty()) {
+    EXPECT_FALSE(e.has_value()) << e->message;
+    return;
+  }
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->code, "invalid-config");
+  EXPECT_NE(e->message.find(GetParam().fragment), std::string::npos) << e->message;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Rows, DockerSecurityTest,
+    ::testing::Values(DockerSecurityRow{"defaults", "none", "default", "", ""},
+                      DockerSecurityRow{"bridge", "bridge", "default", "docker-default", ""},
+                      DockerSecurityRow{"host_network", "host", "default", "", "network \"host\""},
+                      DockerSecurityRow{"host_network_case", " HOST ", "default", "",
+                                        "network \"host\""},
+                      DockerSecurityRow{"container_network", "container:abc", "default", "",
+                                        "network \"container:abc\""},
+                      DockerSecurityRow{"seccomp_unconfined", "none", "unconfined", "",
+                                        "seccompProfile \"unconfined\""},
+                      DockerSecurityRow{"seccomp_unconfined_case", "none", "Unconfined", "",
+                                        "seccompProfile \"unconfined\""},
+                      DockerSecurityRow{"apparmor_unconfined", "none", "default", "unconfined",
+                                        "apparmorProfile \"unconfined\""}),
+    [](const ::testing::TestParamInfo<DockerSecurityRow>& row_info) {
+      return row_info.param.name;
+    });
+
+// ---------------------------------------------------------------------------------------------
+// The spec.
+
+struct SpecFixture {
+  config::AgentSettings settings;
+  GateContext Ctx() {
+    GateContext ctx;
+    ctx.settings = &settings;
+    ctx.state_dir = "/state";
+    ctx.instance_id = "inst-1";
+    ctx.workspace_dir = "/ws";
+    ctx.host_env = {{"HOME", "/home/u"}};
+    ctx.seccomp_profile_json = "{\"defaultAction\":\"SCMP_ACT_ERRNO\"}";
+    return ctx;
+  }
+};
+
+TEST(Spec, Defaults) {
+  SpecFixture f;
+  GateResult<exec::SandboxSpec> r = BuildSandboxSpec(f.Ctx());
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  const exec::SandboxSpec& s = *r;
+  EXPECT_EQ(s.instance_id, "inst-1");
+  EXPECT_EQ(s.scope_key, "agent:main");
+  EXPECT_EQ(s.image, "sandrun-sandbox:bookworm");
+  EXPECT_EQ(s.container_prefix, "sandrun-sbx-");
+  EXPECT_EQ(s.workdir, "/workspace");
+  EXPECT_EQ(s.workspace_host_dir, "/state/sandboxes/agent-main-f331f052");
+  EXPECT_FALSE(s.workspace_read_only);
+  EXPECT_TRUE(s.read_only_root);
+  EXPECT_EQ(s.tmpfs, (std::vector<std::string>{"/tmp", "/var/tmp", "/run"}));
+  EXPECT_EQ(s.tmpfs_options, (std::map<std::string, std::string>{
+                                 {"/tmp", "rw,exec,nosuid,nodev,size=256m,mode=1777"},
+                                 {"/var/tmp", "rw,exec,nosuid,nodev,size=64m,mode=1777"},
+                                 {"/run", "rw,noexec,nosuid,nodev,size=16m,mode=1777"}}));
+  EXPECT_EQ(s.network, "none");
+  EXPECT_EQ(s.cap_drop, std::vector<std::string>{"ALL"});
+  EXPECT_EQ(s.security_opt,
+            (std::vector<std::string>{"no-new-privileges:true",
+                                      "seccomp={\"defaultAction\":\"SCMP_ACT_ERRNO\"}"}));
+  EXPECT_EQ(s.container_env, (std::map<std::string, std::string>{{"LANG", "C.UTF-8"}}));
+  EXPECT_EQ(s.user, "");
+  EXPECT_EQ(s.pids_limit, 512);
+  EXPECT_EQ(s.memory_bytes, int64_t{1} << 30);
+  EXPECT_EQ(s.memory_swap_bytes, int64_t{1} << 30);
+  EXPECT_EQ(s.nano_cpus, 1000000000);
+  EXPECT_TRUE(s.init);
+  EXPECT_TRUE(s.binds.empty());
+  EXPECT_EQ(s.prune_idle_hours, 24);
+  EXPECT_EQ(s.prune_max_age_days, 7);
+  EXPECT_EQ(s.state_dir, "/state");
+}
+
+TEST(Spec, Overrides) {
+  SpecFixture f;
+  config::DockerSettings& d = f.settings.sandbox.docker;
+  d.image = "sandrun-sandbox:minimal";
+  d.container_prefix = "x-";
+  d.workdir = "/code/";
+  d.tmpfs = {"/tmp", "/cache:size=10m", "/data"};
+  d.network = "bridge";
+  d.apparmor_profile = "docker-default";
+  d.user = "1000:1000";
+  d.setup_command = "apt-get update";
+  d.pids_limit = 0;
+  d.memory_bytes = 512 << 20;
+  d.memory_swap_bytes = int64_t{2} << 30;
+  d.cpus = 1.5;
+  d.binds = {"/srv/data:/data:ro"};
+  f.settings.sandbox.scope = SandboxScope::kSession;
+  f.settings.sandbox.workspace_root = "~/sbx";
+  GateContext ctx = f.Ctx();
+  ctx.caller.session_key = "s1";
+  GateResult<exec::SandboxSpec> r = BuildSandboxSpec(ctx);
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  EXPECT_EQ(r->image, "sandrun-sandbox:minimal");
+  EXPECT_EQ(r->container_prefix, "x-");
+  EXPECT_EQ(r->workdir, "/code");
+  EXPECT_EQ(r->scope_key, "s1");
+  EXPECT_EQ(r->workspace_host_dir, "/home/u/sbx/s1-" + Sha256Hex("s1").substr(0, 8));
+  EXPECT_EQ(r->tmpfs, (std::vector<std::string>{"/tmp", "/cache", "/data"}));
+  EXPECT_EQ(r->tmpfs_options.at("/cache"), "size=10m");
+  EXPECT_EQ(r->tmpfs_options.at("/data"), "rw,noexec,nosuid,nodev,size=64m,mode=1777");
+  EXPECT_EQ(r->network, "bridge");
+  ASSERT_EQ(r->security_opt.size(), 3u);
+  EXPECT_EQ(r->security_opt[2], "apparmor=docker-default");
+  EXPECT_EQ(r->user, "1000:1000");
+  EXPECT_EQ(r->setup_command, "apt-get update");
+  EXPECT_EQ(r->pids_limit, 0);
+  EXPECT_EQ(r->memory_bytes, 512 << 20);
+  EXPECT_EQ(r->memory_swap_bytes, int64_t{2} << 30);
+  EXPECT_EQ(r->nano_cpus, 1500000000);
+  EXPECT_EQ(r->binds, std::vector<std::string>{"/srv/data:/data:ro"});
+}
+
+TEST(Spec, WorkspaceAccess) {
+  SpecFixture f;
+  f.settings.sandbox.workspace_access = WorkspaceAccess::kRo;
+  GateResult<exec::SandboxSpec> r = BuildSandboxSpec(f.Ctx());
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->workspace_host_dir, "/ws");
+  EXPECT_TRUE(r->workspace_read_only);
+  f.settings.sandbox.workspace_access = WorkspaceAccess::kRw;
+  r = BuildSandboxSpec(f.Ctx());
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->workspace_host_dir, "/ws");
+  EXPECT_FALSE(r->workspace_read_only);
+  f.settings.sandbox.workspace_access = WorkspaceAccess::kNone;
+  f.settings.sandbox.scope = SandboxScope::kShared;
+  r = BuildSandboxSpec(f.Ctx());
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->scope_key, "shared");
+  EXPECT_EQ(r->workspace_host_dir, "/state/sandboxes");
+  // ro/rw need the real workspace.
+  f.settings.sandbox.workspace_access = WorkspaceAccess::kRw;
+  GateContext ctx = f.Ctx();
+  ctx.workspace_dir.clear();
+  r = BuildSandboxSpec(ctx);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().code, "invalid-config");
+}
+
+struct SpecErrorRow {
+  std::string name;
+  std::function<void(config::AgentSettings&, GateContext&)> setup;
+  std::string fragment;
+};
+class SpecErrorTest : public ::testing::TestWithParam<SpecErrorRow> {};
+
+TEST_P(SpecErrorTest, FailsClosed) {
+  SpecFixture f;
+  GateContext ctx = f.Ctx();
+  GetParam().setup(f.settings, ctx);
+  GateResult<exec::SandboxSpec> r = BuildSandboxSpec(ctx);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().code, "invalid-config");
+  EXPECT_NE(r.error().message.find(GetParam().fragment), std::string::npos) << r.error().message;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Rows, SpecErrorTest,
+    ::testing::Values(
+        SpecErrorRow{"no_seccomp",
+                     [](config::AgentSettings&, GateContext& c) { c.seccomp_profile_json.clear(); },
+                     "seccomp filter"},
+        SpecErrorRow{
+            "host_network",
+            [](config::AgentSettings& s, GateContext&) { s.sandbox.docker.network = "host"; },
+            "network \"host\""},
+        SpecErrorRow{"empty_image",
+                     [](config::AgentSettings& s, GateContext&) { s.sandbox.docker.image = " "; },
+                     "image is empty"},
+        SpecErrorRow{
+            "relative_workdir",
+            [](config::AgentSettings& s, GateContext&) { s.sandbox.docker.workdir = "work"; },
+            "sandbox.docker.workdir"},
+        SpecErrorRow{"root_workdir",
+                     [](config::AgentSettings& s, GateContext&) { s.sandbox.docker.workdir = "/"; },
+                     "sandbox.docker.workdir"},
+        SpecErrorRow{
+            "relative_tmpfs",
+            [](config::AgentSettings& s, GateContext&) { s.sandbox.docker.tmpfs = {"tmp"}; },
+            "sandbox.docker.tmpfs"},
+        SpecErrorRow{
+            "bad_env_key",
+            [](config::AgentSettings& s, GateContext&) { s.sandbox.docker.env["BAD-KEY"] = "1"; },
+            "sandbox.docker.env"},
+        SpecErrorRow{
+            "negative_pids",
+            [](config::AgentSettings& s, GateContext&) { s.sandbox.docker.pids_limit = -1; },
+            "pidsLimit"},
+        SpecErrorRow{
+            "bad_swap",
+            [](config::AgentSettings& s, GateContext&) { s.sandbox.docker.memory_swap_bytes = -2; },
+            "memorySwap"},
+        SpecErrorRow{"negative_cpus",
+                     [](config::AgentSettings& s, GateContext&) { s.sandbox.docker.cpus = -1; },
+                     "cpus"},
+        SpecErrorRow{
+            "bad_bind",
+            [](config::AgentSettings& s, GateContext&) { s.sandbox.docker.binds = {"/etc:/etc"}; },
+            "binds entry"},
+        SpecErrorRow{
+            "relative_workspace_root",
+            [](config::AgentSettings& s, GateContext&) { s.sandbox.workspace_root = "rel"; },
+            "workspaceRoot"},
+        SpecErrorRow{"no_state_dir",
+                     [](config::AgentSettings&, GateContext& c) { c.state_dir.clear(); },
+                     "state dir"}),
+    [](const ::testing::TestParamInfo<SpecErrorRow>& row_info) { return row_info.param.name; });
+
+TEST(Spec, ContextTmpfsPresetWins) {
+  SpecFixture f;
+  GateContext ctx = f.Ctx();
+  ctx.tmpfs_options = {{"/tmp", "rw,size=1m"}};
+  GateResult<exec::SandboxSpec> r = BuildSandboxSpec(ctx);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->tmpfs_options.at("/tmp"), "rw,size=1m");
+  EXPECT_EQ(r->tmpfs_options.at("/run"), "rw,noexec,nosuid,nodev,size=64m,mode=1777");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Workdir mapping.
+
+struct MapRow {
+  std::string name;
+  std::optional<std::string> requested;
+  std::string container;
+  std::string host;
+  bool warned;
+};
+class MapWorkdirTest : public ::testing::TestWithParam<MapRow> {};
+
+TEST_P(MapWorkdirTest, Maps) {
+  std::set<std::string> dirs = {"/h/a", "/h/a/b"};
+  DirExistsFn exists = [&](const std::string& p) { return dirs.count(p) > 0; };
+  SandboxWorkdir w = MapSandboxWorkdir(GetParam().requested, "/workspace", "/h", exists);
+  EXPECT_EQ(w.container_dir, GetParam().container);
+  EXPECT_EQ(w.host_dir, GetParam().host);
+  EXPECT_EQ(w.warning.has_value(), GetParam().warned);
+  if (w.warning.has_value()) {
+    EXPECT_EQ(*w.warning,
+              "Warning: workdir \"" + *GetParam().requested + "\" is unavailable; using \"/h\".");
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Rows, MapWorkdirTest,
+    ::testing::Values(MapRow{"absent", std::nullopt, "/workspace", "/h", false},
+                      MapRow{"blank", " ", "/workspace", "/h", false},
+                      MapRow{"root", "/workspace", "/workspace", "/h", false},
+                      MapRow{"sub", "/workspace/a/b", "/workspace/a/b", "/h/a/b", false},
+                      MapRow{"dot_segments", "/workspace/./a/../a", "/workspace/a", "/h/a", false},
+                      MapRow{"relative", "a/b", "/workspace/a/b", "/h/a/b", false},
+                      MapRow{"relative_dot", ".", "/workspace", "/h", false},
+                      MapRow{"host_side", "/h/a", "/workspace/a", "/h/a", false},
+                      MapRow{"missing", "/workspace/zzz", "/workspace", "/h", true},
+                      MapRow{"escape_relative", "../etc", "/workspace", "/h", true},
+                      MapRow{"escape_absolute", "/workspace/../etc", "/workspace", "/h", true},
+                      MapRow{"prefix_not_parent", "/workspacex", "/workspace", "/h", true},
+                      MapRow{"outside", "/tmp", "/workspace", "/h", true}),
+    [](const ::testing::TestParamInfo<MapRow>& row_info) { return row_info.param.name; });
+
+}  // namespace
+}  // namespace sandrun::policy
