@@ -95,12 +95,27 @@ class CurlRawStream final : public RawStream {
       return n;
     }
     for (;;) {
-      size_t got = 0;
-      CURLcode rc = curl_easy_recv(handle_.get(), buf, cap, &got);
-      if (rc == CURLE_OK) return got;  // 0 = EOF
-      if (rc != CURLE_AGAIN) {
-        return Error(ErrorCode::kIo,
-                     std::string("reading the engine stream: ") + curl_easy_strerror(rc));
+      if (!tls_) {
+        // Plain sockets bypass curl so one thread can read while another writes (a curl handle
+        // must not be used from two threads at once).
+        ssize_t n = ::recv(fd_, buf, cap, 0);
+        if (n >= 0) return static_cast<size_t>(n);  // 0 = EOF
+        if (errno == EINTR) continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK) {
+          return Error::FromErrno(errno, "reading the engine stream");
+        }
+      } else {
+        size_t got = 0;
+        CURLcode rc;
+        {
+          std::lock_guard<std::mutex> lock(tls_mu_);
+          rc = curl_easy_recv(handle_.get(), buf, cap, &got);
+        }
+        if (rc == CURLE_OK) return got;  // 0 = EOF
+        if (rc != CURLE_AGAIN) {
+          return Error(ErrorCode::kIo,
+                       std::string("reading the engine stream: ") + curl_easy_strerror(rc));
+        }
       }
       SANDRUN_RETURN_IF_ERROR(WaitFd(fd_, POLLIN, options));
     }
@@ -108,15 +123,31 @@ class CurlRawStream final : public RawStream {
 
   Status Write(std::string_view data, const CallOptions& options) override {
     while (!data.empty()) {
-      size_t sent = 0;
-      CURLcode rc = curl_easy_send(handle_.get(), data.data(), data.size(), &sent);
-      if (rc == CURLE_OK) {
-        data.remove_prefix(sent);
-        continue;
-      }
-      if (rc != CURLE_AGAIN) {
-        return Error(ErrorCode::kIo,
-                     std::string("writing the engine stream: ") + curl_easy_strerror(rc));
+      if (!tls_) {
+        ssize_t n = ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL);
+        if (n >= 0) {
+          data.remove_prefix(static_cast<size_t>(n));
+          continue;
+        }
+        if (errno == EINTR) continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK) {
+          return Error::FromErrno(errno, "writing the engine stream");
+        }
+      } else {
+        size_t sent = 0;
+        CURLcode rc;
+        {
+          std::lock_guard<std::mutex> lock(tls_mu_);
+          rc = curl_easy_send(handle_.get(), data.data(), data.size(), &sent);
+        }
+        if (rc == CURLE_OK) {
+          data.remove_prefix(sent);
+          continue;
+        }
+        if (rc != CURLE_AGAIN) {
+          return Error(ErrorCode::kIo,
+                       std::string("writing the engine stream: ") + curl_easy_strerror(rc));
+        }
       }
       SANDRUN_RETURN_IF_ERROR(WaitFd(fd_, POLLOUT, options));
     }
@@ -138,6 +169,7 @@ class CurlRawStream final : public RawStream {
   CurlEasy handle_;
   int fd_;
   bool tls_;
+  std::mutex tls_mu_;  // TLS only: curl_easy_send/recv on the one handle, one at a time
   std::string leftover_;
   size_t leftover_pos_ = 0;
   std::string content_type_;

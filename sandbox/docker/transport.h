@@ -8,7 +8,7 @@
 //   SANDRUN_ASSIGN_OR_RETURN(HttpResponse resp, transport->Send(req));
 //
 // Thread-safety: a Transport may be used from many threads at once; a RawStream by one reader
-// and one writer thread at a time.
+// thread and one writer thread at the same time.
 #pragma once
 
 #include <chrono>

@@ -46,6 +46,9 @@ class DockerExecutor final : public Executor {
 
   Result<ExecOutcome> Run(const Plan& plan, const LiveSink& live,
                           const CancelToken* cancel) override;
+  // In the background over a hijacked stream (stdin open, TTY when plan.pty). The executor must
+  // outlive the process.
+  Result<std::unique_ptr<RunningProcess>> Start(const Plan& plan, LiveSink sink) override;
 
   // Finds the scope's container, (re)creating and starting it as needed. Warnings (e.g. a config
   // change on a hot container) are appended to `warnings`.
@@ -60,7 +63,21 @@ class DockerExecutor final : public Executor {
   // Prune at most every 5 minutes (tracked in the registry); errors are ignored.
   void MaybePrune(const SandboxSpec& spec);
 
+  struct CreatedExec {
+    EnsuredContainer container;
+    std::string exec_id;
+  };
+  // The outcome of an exec whose stream ended (or failed with `streamed`): kills the tree on a
+  // timeout or cancellation, reads the exit code, fills the output fields.
+  ExecOutcome Finish(const Plan& plan, const std::string& exec_id, const std::string& container,
+                     Status streamed, OutputCollector& collector, const CancelToken* cancel,
+                     Deadline::Clock::time_point started_at);
+
  private:
+  static docker::ExecSpec ExecSpecFor(const Plan& plan, bool attach_stdin);
+  // Ensures the container and creates the exec, recreating a wedged container once.
+  Result<CreatedExec> CreateExecFor(const Plan& plan, const docker::ExecSpec& spec,
+                                    std::vector<std::string>* warnings);
   Result<EnsuredContainer> CreateAndStart(const SandboxSpec& spec, const std::string& name);
   Status KillExecTree(const std::string& exec_id, int64_t grace_ms);
 

@@ -1,10 +1,13 @@
 // The executor interface: runs a Plan to completion, streaming output as it comes.
 #pragma once
 
+#include <memory>
+
 #include "sandbox/base/deadline.h"
 #include "sandbox/base/result.h"
 #include "sandbox/executors/output.h"
 #include "sandbox/executors/plan.h"
+#include "sandbox/executors/process.h"
 
 namespace sandrun::exec {
 
@@ -16,6 +19,10 @@ class Executor {
   // `live` as it arrives and into the outcome's capped `aggregated`. `cancel` kills the run.
   virtual Result<ExecOutcome> Run(const Plan& plan, const LiveSink& live,
                                   const CancelToken* cancel) = 0;
+
+  // Starts the plan in the background: stdin stays open (or a PTY when plan.pty), output goes to
+  // `sink` from another thread, the plan's timeout still applies. An Error means nothing started.
+  virtual Result<std::unique_ptr<RunningProcess>> Start(const Plan& plan, LiveSink sink) = 0;
 };
 
 }  // namespace sandrun::exec

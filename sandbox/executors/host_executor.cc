@@ -1,5 +1,6 @@
 #include "sandbox/executors/host_executor.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <unistd.h>
@@ -7,11 +8,15 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "sandbox/executors/login_path.h"
+#include "sandbox/os/pty.h"
 
 namespace sandrun::exec {
 namespace {
@@ -65,20 +70,42 @@ enum class Phase {
 
 }  // namespace
 
-Result<ExecOutcome> RunSubprocess(const SpawnOptions& spawn, const RunLimits& limits,
-                                  const LiveSink& live, const CancelToken* cancel) {
-  auto started = Deadline::Clock::now();
-  SANDRUN_ASSIGN_OR_RETURN(Subprocess proc, Subprocess::Spawn(spawn));
+namespace {
 
+// The output ends of a spawned process, for the pump.
+std::vector<OutputStream> TakeOutputs(Subprocess& proc, bool pty) {
   std::vector<OutputStream> streams;
-  if (spawn.pty) {
+  if (pty) {
     streams.push_back({proc.TakePtyMaster(), Stream::kStdout});
   } else {
     streams.push_back({proc.TakeStdout(), Stream::kStdout});
     streams.push_back({proc.TakeStderr(), Stream::kStderr});
   }
-  UniqueFd stdin_end = proc.TakeStdin();  // a kPipe stdin stays open until the run ends
+  return streams;
+}
 
+// Pumps a spawned process's output until it ended, enforcing the limits and the cancel token;
+// kills what is left of the group and reaps. `reap_mu` (optional) guards the reap against a
+// concurrent KillGroup from another thread.
+Result<ExecOutcome> Pump(Subprocess& proc, std::vector<OutputStream> streams,
+                         const RunLimits& limits, const LiveSink& live, const CancelToken* cancel,
+                         Deadline::Clock::time_point started, std::mutex* reap_mu);
+
+}  // namespace
+
+Result<ExecOutcome> RunSubprocess(const SpawnOptions& spawn, const RunLimits& limits,
+                                  const LiveSink& live, const CancelToken* cancel) {
+  auto started = Deadline::Clock::now();
+  SANDRUN_ASSIGN_OR_RETURN(Subprocess proc, Subprocess::Spawn(spawn));
+  UniqueFd stdin_end = proc.TakeStdin();  // a kPipe stdin stays open until the run ends
+  return Pump(proc, TakeOutputs(proc, spawn.pty), limits, live, cancel, started, nullptr);
+}
+
+namespace {
+
+Result<ExecOutcome> Pump(Subprocess& proc, std::vector<OutputStream> streams,
+                         const RunLimits& limits, const LiveSink& live, const CancelToken* cancel,
+                         Deadline::Clock::time_point started, std::mutex* reap_mu) {
   OutputCollector out(limits.max_output_chars, live);
   auto buf = std::make_unique<char[]>(kReadChunk);
   Deadline timeout =
@@ -165,7 +192,10 @@ Result<ExecOutcome> RunSubprocess(const SpawnOptions& spawn, const RunLimits& li
   }
 
   ExecOutcome outcome;
+  std::unique_lock<std::mutex> reap_lock;
+  if (reap_mu != nullptr) reap_lock = std::unique_lock<std::mutex>(*reap_mu);
   Result<ExitStatus> status = proc.Reap();  // exited, or dies from the SIGKILL just sent
+  if (reap_lock.owns_lock()) reap_lock.unlock();
   // The group got SIGKILL above; a killed process closes its pipes before it is fully gone.
   // Wait for that (usually no wait at all: with the leader reaped the group is empty), so that
   // nothing of the run is alive when Run returns. Reaped leader or not, the group id cannot be
@@ -186,8 +216,152 @@ Result<ExecOutcome> RunSubprocess(const SpawnOptions& spawn, const RunLimits& li
   return outcome;
 }
 
+// A gateway command running in the background: a pump thread reads its output while the owner
+// writes stdin, resizes the PTY or kills the group.
+class HostRunningProcess final : public RunningProcess {
+ public:
+  HostRunningProcess(Subprocess proc, bool pty, RunLimits limits, LiveSink sink, std::string cwd)
+      : proc_(std::move(proc)), pty_(pty), cwd_(std::move(cwd)) {
+    pid_ = proc_.pid();
+    std::vector<OutputStream> streams = TakeOutputs(proc_, pty_);
+    if (pty_) {
+      // The master is read by the pump and written by us: a second descriptor for writing.
+      stdin_.reset(::fcntl(streams.front().fd.get(), F_DUPFD_CLOEXEC, 0));
+    } else {
+      stdin_ = proc_.TakeStdin();
+    }
+    thread_ =
+        std::thread([this, streams = std::move(streams), limits, sink = std::move(sink)]() mutable {
+          auto result = Pump(proc_, std::move(streams), limits, sink, &cancel_,
+                             Deadline::Clock::now(), &reap_mu_);
+          std::lock_guard<std::mutex> lock(mu_);
+          if (result) {
+            outcome_ = std::move(result).value();
+          } else {
+            outcome_.status = ExecOutcome::Status::kAborted;
+            outcome_.warnings.push_back(result.error().ToString());
+          }
+          outcome_.cwd = cwd_;
+          outcome_.where = "host";
+          finished_ = true;
+          done_.notify_all();
+        });
+  }
+
+  ~HostRunningProcess() override {
+    cancel_.Cancel();  // the pump kills the group (TERM, then KILL after the grace)
+    (void)Kill(SIGKILL);
+    if (thread_.joinable()) thread_.join();
+  }
+
+  int64_t pid() const override { return pid_; }
+
+  Status WriteStdin(std::string_view data) override {
+    std::lock_guard<std::mutex> lock(stdin_mu_);
+    if (!stdin_.valid()) return Error(ErrorCode::kConflict, "stdin is closed");
+    while (!data.empty()) {
+      ssize_t n = ::write(stdin_.get(), data.data(), data.size());
+      if (n > 0) {
+        data.remove_prefix(static_cast<size_t>(n));
+      } else if (n < 0 && errno == EINTR) {
+        continue;
+      } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        pollfd p{stdin_.get(), POLLOUT, 0};
+        if (::poll(&p, 1, 5000) == 0) return Error(ErrorCode::kTimeout, "stdin is not draining");
+      } else {
+        return Error::FromErrno(errno, "writing stdin");
+      }
+    }
+    return Ok();
+  }
+
+  Status CloseStdin() override {
+    std::lock_guard<std::mutex> lock(stdin_mu_);
+    if (pty_) {
+      // A terminal has no half-close: send the EOF character (^D) as a terminal user would.
+      if (stdin_.valid() && ::write(stdin_.get(), "\x04", 1) != 1) {
+        return Error::FromErrno(errno, "writing EOF to the terminal");
+      }
+      return Ok();
+    }
+    stdin_.reset();
+    return Ok();
+  }
+
+  Status Resize(unsigned rows, unsigned cols) override {
+    std::lock_guard<std::mutex> lock(stdin_mu_);
+    if (!pty_ || !stdin_.valid()) return Error(ErrorCode::kInvalidArgument, "not a terminal");
+    return SetWindowSize(stdin_.get(), rows, cols);
+  }
+
+  Status Kill(int signal) override {
+    std::lock_guard<std::mutex> lock(reap_mu_);
+    if (proc_.reaped()) return Ok();  // the group id may belong to someone else by now
+    return proc_.KillGroup(signal);
+  }
+
+  bool finished() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return finished_;
+  }
+
+  ExecOutcome Wait() override {
+    std::unique_lock<std::mutex> lock(mu_);
+    done_.wait(lock, [this] { return finished_; });
+    return outcome_;
+  }
+
+ private:
+  Subprocess proc_;
+  bool pty_;
+  std::string cwd_;
+  int64_t pid_ = 0;
+  UniqueFd stdin_;
+  std::mutex stdin_mu_;
+  std::mutex reap_mu_;
+  CancelToken cancel_;
+  mutable std::mutex mu_;
+  std::condition_variable done_;
+  bool finished_ = false;
+  ExecOutcome outcome_;
+  std::thread thread_;  // last: started after everything it uses exists
+};
+
+}  // namespace
+
 Result<ExecOutcome> HostExecutor::Run(const Plan& plan, const LiveSink& live,
                                       const CancelToken* cancel) {
+  SANDRUN_ASSIGN_OR_RETURN(SpawnOptions spawn, SpawnFor(plan, SpawnOptions::Stdin::kNull));
+  RunLimits limits = LimitsFor(plan);
+  SANDRUN_ASSIGN_OR_RETURN(ExecOutcome outcome, RunSubprocess(spawn, limits, live, cancel));
+  if (plan.cwd.empty()) {
+    char here[PATH_MAX];
+    if (::getcwd(here, sizeof(here)) != nullptr) outcome.cwd = here;
+  } else {
+    outcome.cwd = plan.cwd;
+  }
+  outcome.where = "host";
+  return outcome;
+}
+
+Result<std::unique_ptr<RunningProcess>> HostExecutor::Start(const Plan& plan, LiveSink sink) {
+  SANDRUN_ASSIGN_OR_RETURN(SpawnOptions spawn, SpawnFor(plan, SpawnOptions::Stdin::kPipe));
+  SANDRUN_ASSIGN_OR_RETURN(Subprocess proc, Subprocess::Spawn(spawn));
+  return std::unique_ptr<RunningProcess>(std::make_unique<HostRunningProcess>(
+      std::move(proc), plan.pty, LimitsFor(plan), std::move(sink), plan.cwd));
+}
+
+RunLimits HostExecutor::LimitsFor(const Plan& plan) const {
+  RunLimits limits;
+  limits.timeout_ms = plan.timeout_ms;
+  limits.kill_grace_ms = plan.kill_grace_ms;
+  limits.max_output_chars = plan.max_output_chars;
+  limits.drain_grace = options_.drain_grace;
+  return limits;
+}
+
+Result<SpawnOptions> HostExecutor::SpawnFor(const Plan& plan,
+                                            SpawnOptions::Stdin stdin_mode) const {
   if (plan.target != Target::kGateway) {
     return Error(ErrorCode::kInvalidArgument, "the host executor runs gateway plans only");
   }
@@ -218,28 +392,13 @@ Result<ExecOutcome> HostExecutor::Run(const Plan& plan, const LiveSink& live,
     spawn.env.push_back("TERM=" + name);
   }
   spawn.cwd = plan.cwd;
-  spawn.stdin_mode = SpawnOptions::Stdin::kNull;
+  spawn.stdin_mode = stdin_mode;
   spawn.pty = plan.pty;
   spawn.pty_rows = plan.pty_rows;
   spawn.pty_cols = plan.pty_cols;
   spawn.pipe_bytes = options_.pipe_bytes;
   spawn.child_steps = options_.child_steps;
-
-  RunLimits limits;
-  limits.timeout_ms = plan.timeout_ms;
-  limits.kill_grace_ms = plan.kill_grace_ms;
-  limits.max_output_chars = plan.max_output_chars;
-  limits.drain_grace = options_.drain_grace;
-
-  SANDRUN_ASSIGN_OR_RETURN(ExecOutcome outcome, RunSubprocess(spawn, limits, live, cancel));
-  if (plan.cwd.empty()) {
-    char here[PATH_MAX];
-    if (::getcwd(here, sizeof(here)) != nullptr) outcome.cwd = here;
-  } else {
-    outcome.cwd = plan.cwd;
-  }
-  outcome.where = "host";
-  return outcome;
+  return spawn;
 }
 
 }  // namespace sandrun::exec

@@ -63,8 +63,14 @@ class HostExecutor : public Executor {
 
   Result<ExecOutcome> Run(const Plan& plan, const LiveSink& live,
                           const CancelToken* cancel) override;
+  // In the background: stdin is a pipe kept open (or the PTY), output goes to `sink` from a pump
+  // thread; the plan's timeout applies; destroying the process kills its group.
+  Result<std::unique_ptr<RunningProcess>> Start(const Plan& plan, LiveSink sink) override;
 
  private:
+  Result<SpawnOptions> SpawnFor(const Plan& plan, SpawnOptions::Stdin stdin_mode) const;
+  RunLimits LimitsFor(const Plan& plan) const;
+
   Options options_;
 };
 

@@ -1,0 +1,36 @@
+// A command started in the background (a session's process): it runs on its own, its output
+// arrives through the sink given at start (called from a reader thread), its stdin stays open for
+// writes, a PTY can be resized and the whole tree killed. Sessions (runner/sessions) own these.
+//
+// Pattern of use:
+//   SANDRUN_ASSIGN_OR_RETURN(auto proc, executor.Start(plan, sink));
+//   proc->WriteStdin("hello\n");
+//   ExecOutcome outcome = proc->Wait();   // blocks until it ended and all output was delivered
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "sandbox/base/result.h"
+#include "sandbox/executors/output.h"
+
+namespace sandrun::exec {
+
+class RunningProcess {
+ public:
+  virtual ~RunningProcess() = default;  // kills the tree if still running
+
+  // Host pid of the process (gateway), or the exec's pid as the engine reports it; 0 if unknown.
+  virtual int64_t pid() const = 0;
+  virtual Status WriteStdin(std::string_view data) = 0;
+  virtual Status CloseStdin() = 0;  // the process reads EOF
+  virtual Status Resize(unsigned rows, unsigned cols) = 0;  // PTY only
+  // Signals the whole process tree (group on the host, every descendant in the container).
+  virtual Status Kill(int signal) = 0;
+  virtual bool finished() const = 0;
+  // Blocks until the process ended (or the plan's timeout killed it) and every byte of output
+  // went to the sink. The outcome's `aggregated` is the plan's capped tail.
+  virtual ExecOutcome Wait() = 0;
+};
+
+}  // namespace sandrun::exec
