@@ -12,16 +12,21 @@
 #include <mutex>
 #include <vector>
 
+#include "sandbox/docker/curl_lib.h"
 #include "sandbox/docker/models.h"
 
 namespace sandrun::docker {
 namespace {
 
+// The loaded libcurl. Only valid after CurlTransport::Create succeeded, which every path to a
+// handle goes through.
+const CurlLib& Curl() { return *LoadCurl().value(); }
+
 struct CurlEasyDeleter {
-  void operator()(CURL* c) const { curl_easy_cleanup(c); }
+  void operator()(CURL* c) const { Curl().easy_cleanup(c); }
 };
 struct CurlSlistDeleter {
-  void operator()(curl_slist* l) const { curl_slist_free_all(l); }
+  void operator()(curl_slist* l) const { Curl().slist_free_all(l); }
 };
 using CurlEasy = std::unique_ptr<CURL, CurlEasyDeleter>;
 using CurlSlist = std::unique_ptr<curl_slist, CurlSlistDeleter>;
@@ -47,13 +52,6 @@ void AddHeaderLine(std::string_view line, std::map<std::string, std::string>& he
   size_t colon = line.find(':');
   if (colon == std::string_view::npos) return;
   headers[Lower(std::string(line.substr(0, colon)))] = Trim(line.substr(colon + 1));
-}
-
-void EnsureCurlGlobal() {
-  // curl_global_init is not thread-safe before 7.84 and must run once before any handle; doing it
-  // here keeps every user of the transport (CLI, server, tests) correct without a main() guard.
-  static std::once_flag once;
-  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
 }
 
 bool IsConnectFailure(CURLcode rc) {
@@ -109,12 +107,12 @@ class CurlRawStream final : public RawStream {
         CURLcode rc;
         {
           std::lock_guard<std::mutex> lock(tls_mu_);
-          rc = curl_easy_recv(handle_.get(), buf, cap, &got);
+          rc = Curl().easy_recv(handle_.get(), buf, cap, &got);
         }
         if (rc == CURLE_OK) return got;  // 0 = EOF
         if (rc != CURLE_AGAIN) {
           return Error(ErrorCode::kIo,
-                       std::string("reading the engine stream: ") + curl_easy_strerror(rc));
+                       std::string("reading the engine stream: ") + Curl().easy_strerror(rc));
         }
       }
       SANDRUN_RETURN_IF_ERROR(WaitFd(fd_, POLLIN, options));
@@ -138,7 +136,7 @@ class CurlRawStream final : public RawStream {
         CURLcode rc;
         {
           std::lock_guard<std::mutex> lock(tls_mu_);
-          rc = curl_easy_send(handle_.get(), data.data(), data.size(), &sent);
+          rc = Curl().easy_send(handle_.get(), data.data(), data.size(), &sent);
         }
         if (rc == CURLE_OK) {
           data.remove_prefix(sent);
@@ -146,7 +144,7 @@ class CurlRawStream final : public RawStream {
         }
         if (rc != CURLE_AGAIN) {
           return Error(ErrorCode::kIo,
-                       std::string("writing the engine stream: ") + curl_easy_strerror(rc));
+                       std::string("writing the engine stream: ") + Curl().easy_strerror(rc));
         }
       }
       SANDRUN_RETURN_IF_ERROR(WaitFd(fd_, POLLOUT, options));
@@ -191,7 +189,7 @@ size_t OnWrite(char* data, size_t size, size_t nmemb, void* user) {
   auto* t = static_cast<Transfer*>(user);
   size_t n = size * nmemb;
   long code = 0;
-  curl_easy_getinfo(t->handle, CURLINFO_RESPONSE_CODE, &code);
+  Curl().easy_getinfo(t->handle, CURLINFO_RESPONSE_CODE, &code);
   if (code >= 200 && code < 300 && t->sink != nullptr && *t->sink) {
     if (!(*t->sink)(std::string_view(data, n))) {
       t->sink_aborted = true;
@@ -324,11 +322,11 @@ struct CurlTransport::Impl {
       if (!idle.empty()) {
         CurlEasy h = std::move(idle.back());
         idle.pop_back();
-        curl_easy_reset(h.get());  // keeps the live connection
+        Curl().easy_reset(h.get());  // keeps the live connection
         return h;
       }
     }
-    return CurlEasy(curl_easy_init());
+    return CurlEasy(Curl().easy_init());
   }
   void Release(CurlEasy h) {
     std::lock_guard<std::mutex> lock(mu);
@@ -350,7 +348,7 @@ CurlTransport::~CurlTransport() = default;
 
 Result<std::unique_ptr<CurlTransport>> CurlTransport::Create(Endpoint endpoint,
                                                              TransportOptions options) {
-  EnsureCurlGlobal();
+  SANDRUN_RETURN_IF_ERROR(LoadCurl());
   return std::unique_ptr<CurlTransport>(new CurlTransport(std::move(endpoint), options));
 }
 
@@ -359,29 +357,29 @@ namespace {
 // Options every handle needs: where to connect, TLS material, timeouts, no signals.
 void ConfigureEndpoint(CURL* h, const Endpoint& ep, const TransportOptions& options,
                        char* error_buffer) {
-  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(h, CURLOPT_ERRORBUFFER, error_buffer);
-  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
+  Curl().easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+  Curl().easy_setopt(h, CURLOPT_ERRORBUFFER, error_buffer);
+  Curl().easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
                    static_cast<long>(options.connect_timeout.count()));
   if (ep.kind == Endpoint::Kind::kUnix) {
-    curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, ep.socket_path.c_str());
+    Curl().easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, ep.socket_path.c_str());
   } else if (ep.tls) {
     std::string ca = ep.cert_dir + "/ca.pem", cert = ep.cert_dir + "/cert.pem",
                 key = ep.cert_dir + "/key.pem";
-    curl_easy_setopt(h, CURLOPT_CAINFO, ca.c_str());  // libcurl copies string options
-    curl_easy_setopt(h, CURLOPT_SSLCERT, cert.c_str());
-    curl_easy_setopt(h, CURLOPT_SSLKEY, key.c_str());
-    curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, ep.tls_verify ? 1L : 0L);
-    curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, ep.tls_verify ? 2L : 0L);
+    Curl().easy_setopt(h, CURLOPT_CAINFO, ca.c_str());  // libcurl copies string options
+    Curl().easy_setopt(h, CURLOPT_SSLCERT, cert.c_str());
+    Curl().easy_setopt(h, CURLOPT_SSLKEY, key.c_str());
+    Curl().easy_setopt(h, CURLOPT_SSL_VERIFYPEER, ep.tls_verify ? 1L : 0L);
+    Curl().easy_setopt(h, CURLOPT_SSL_VERIFYHOST, ep.tls_verify ? 2L : 0L);
   }
 }
 
 Error CurlFailure(CURLcode rc, const char* error_buffer, const Endpoint& ep, CURL* h) {
-  std::string detail = error_buffer[0] ? error_buffer : curl_easy_strerror(rc);
+  std::string detail = error_buffer[0] ? error_buffer : Curl().easy_strerror(rc);
   long connect_os_errno = 0;
   curl_off_t pretransfer_us = 0;  // 0 until a connection (new or reused) carried the request
-  curl_easy_getinfo(h, CURLINFO_OS_ERRNO, &connect_os_errno);
-  curl_easy_getinfo(h, CURLINFO_PRETRANSFER_TIME_T, &pretransfer_us);
+  Curl().easy_getinfo(h, CURLINFO_OS_ERRNO, &connect_os_errno);
+  Curl().easy_getinfo(h, CURLINFO_PRETRANSFER_TIME_T, &pretransfer_us);
   if (IsConnectFailure(rc) || (rc == CURLE_OPERATION_TIMEDOUT && pretransfer_us == 0)) {
     // curl's own text names "port 80" even for unix sockets; the OS error is clearer.
     if (connect_os_errno != 0) detail = std::strerror(static_cast<int>(connect_os_errno));
@@ -409,53 +407,53 @@ Result<HttpResponse> CurlTransport::Send(const HttpRequest& request, const BodyS
   ConfigureEndpoint(h, endpoint_, options_, error_buffer);
 
   std::string url = impl_->base_url + request.target;
-  curl_easy_setopt(h, CURLOPT_URL, url.c_str());
-  if (left != INT64_MAX) curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(left));
+  Curl().easy_setopt(h, CURLOPT_URL, url.c_str());
+  if (left != INT64_MAX) Curl().easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(left));
 
   Transfer t;
   t.handle = h;
   t.sink = &sink;
   t.request = &request;
-  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, OnWrite);
-  curl_easy_setopt(h, CURLOPT_WRITEDATA, &t);
-  curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, OnHeader);
-  curl_easy_setopt(h, CURLOPT_HEADERDATA, &t);
+  Curl().easy_setopt(h, CURLOPT_WRITEFUNCTION, OnWrite);
+  Curl().easy_setopt(h, CURLOPT_WRITEDATA, &t);
+  Curl().easy_setopt(h, CURLOPT_HEADERFUNCTION, OnHeader);
+  Curl().easy_setopt(h, CURLOPT_HEADERDATA, &t);
   if (request.options.cancel != nullptr) {
-    curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
-    curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, OnProgress);
-    curl_easy_setopt(h, CURLOPT_XFERINFODATA, &t);
+    Curl().easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+    Curl().easy_setopt(h, CURLOPT_XFERINFOFUNCTION, OnProgress);
+    Curl().easy_setopt(h, CURLOPT_XFERINFODATA, &t);
   }
 
   CurlSlist headers;
   auto add_header = [&](const std::string& line) {
-    headers.reset(curl_slist_append(headers.release(), line.c_str()));
+    headers.reset(Curl().slist_append(headers.release(), line.c_str()));
   };
   add_header("Expect:");  // no 100-continue round trip
   add_header("User-Agent: sandrun/" SANDRUN_VERSION);
   if (request.method == "POST" || request.method == "PUT") {
     add_header("Content-Type: " + request.content_type);
     if (request.body_reader) {
-      curl_easy_setopt(h, CURLOPT_POST, 1L);
-      curl_easy_setopt(h, CURLOPT_READFUNCTION, OnRead);
-      curl_easy_setopt(h, CURLOPT_READDATA, &t);
-      curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body_size));
+      Curl().easy_setopt(h, CURLOPT_POST, 1L);
+      Curl().easy_setopt(h, CURLOPT_READFUNCTION, OnRead);
+      Curl().easy_setopt(h, CURLOPT_READDATA, &t);
+      Curl().easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body_size));
       if (request.body_size < 0) add_header("Transfer-Encoding: chunked");
     } else {
-      curl_easy_setopt(h, CURLOPT_POSTFIELDS, request.body.c_str());
-      curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE,
+      Curl().easy_setopt(h, CURLOPT_POSTFIELDS, request.body.c_str());
+      Curl().easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE,
                        static_cast<curl_off_t>(request.body.size()));
     }
-    if (request.method == "PUT") curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, "PUT");
+    if (request.method == "PUT") Curl().easy_setopt(h, CURLOPT_CUSTOMREQUEST, "PUT");
   } else if (request.method == "HEAD") {
-    curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+    Curl().easy_setopt(h, CURLOPT_NOBODY, 1L);
   } else if (request.method != "GET") {
-    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, request.method.c_str());
+    Curl().easy_setopt(h, CURLOPT_CUSTOMREQUEST, request.method.c_str());
   }
-  curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers.get());
+  Curl().easy_setopt(h, CURLOPT_HTTPHEADER, headers.get());
 
-  CURLcode rc = curl_easy_perform(h);
+  CURLcode rc = Curl().easy_perform(h);
   long status = 0;
-  curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+  Curl().easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
   Result<HttpResponse> result = Error(ErrorCode::kInternal, "unreachable");
   if (rc == CURLE_OK) {
     t.response.status = static_cast<int>(status);
@@ -470,25 +468,25 @@ Result<HttpResponse> CurlTransport::Send(const HttpRequest& request, const BodyS
     result = CurlFailure(rc, error_buffer, endpoint_, h);
   }
   // The handle goes back to the pool either way: libcurl drops broken connections itself.
-  curl_easy_setopt(h, CURLOPT_HTTPHEADER, nullptr);
-  curl_easy_setopt(h, CURLOPT_ERRORBUFFER, nullptr);
+  Curl().easy_setopt(h, CURLOPT_HTTPHEADER, static_cast<curl_slist*>(nullptr));
+  Curl().easy_setopt(h, CURLOPT_ERRORBUFFER, static_cast<char*>(nullptr));
   impl_->Release(std::move(handle));
   return result;
 }
 
 Result<std::unique_ptr<RawStream>> CurlTransport::Hijack(const HttpRequest& request) {
-  CurlEasy handle(curl_easy_init());
+  CurlEasy handle(Curl().easy_init());
   if (!handle) return Error(ErrorCode::kInternal, "curl_easy_init failed");
   CURL* h = handle.get();
   char error_buffer[CURL_ERROR_SIZE] = {0};
   ConfigureEndpoint(h, endpoint_, options_, error_buffer);
-  curl_easy_setopt(h, CURLOPT_URL, impl_->base_url.c_str());
-  curl_easy_setopt(h, CURLOPT_CONNECT_ONLY, 1L);
-  CURLcode rc = curl_easy_perform(h);
+  Curl().easy_setopt(h, CURLOPT_URL, impl_->base_url.c_str());
+  Curl().easy_setopt(h, CURLOPT_CONNECT_ONLY, 1L);
+  CURLcode rc = Curl().easy_perform(h);
   if (rc != CURLE_OK) return CurlFailure(rc, error_buffer, endpoint_, h);
-  curl_easy_setopt(h, CURLOPT_ERRORBUFFER, nullptr);
+  Curl().easy_setopt(h, CURLOPT_ERRORBUFFER, static_cast<char*>(nullptr));
   curl_socket_t fd = CURL_SOCKET_BAD;
-  if (curl_easy_getinfo(h, CURLINFO_ACTIVESOCKET, &fd) != CURLE_OK || fd == CURL_SOCKET_BAD) {
+  if (Curl().easy_getinfo(h, CURLINFO_ACTIVESOCKET, &fd) != CURLE_OK || fd == CURL_SOCKET_BAD) {
     return Error(ErrorCode::kInternal, "no socket after connecting to the engine");
   }
   auto stream = std::make_unique<CurlRawStream>(std::move(handle), fd, endpoint_.tls);

@@ -1,0 +1,80 @@
+// A small HTTP/1.1 server on a unix socket (Boost.Beast), for `sandrun serve`: one thread per
+// connection, keep-alive, JSON request/response handlers, and server-sent event streams.
+// Knows nothing of tools: routes are handlers given by the caller.
+//
+// Pattern of use:
+//   HttpServer server;
+//   server.Route("POST", "/v1/tools/exec", [&](const HttpRequestInfo& r) { return Reply(...); });
+//   SANDRUN_RETURN_IF_ERROR(server.ListenUnix(path, 0600));
+//   server.Serve();            // until Stop() from another thread (e.g. a signal watcher)
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sandbox/base/result.h"
+
+namespace sandrun::api {
+
+struct HttpRequestInfo {
+  std::string method;
+  std::string target;  // path + query
+  std::string path;    // without the query
+  std::map<std::string, std::string> query;
+  std::map<std::string, std::string> headers;  // lowercased names
+  std::string body;
+  uid_t peer_uid = static_cast<uid_t>(-1);  // SO_PEERCRED of the unix-socket client
+};
+
+struct HttpReply {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+};
+
+// Writes one server-sent event; false once the client went away.
+using EventWriter = std::function<bool(const std::string& event, const std::string& data)>;
+
+class HttpServer {
+ public:
+  using Handler = std::function<HttpReply(const HttpRequestInfo&)>;
+  // Holds the connection for an event stream: called with a writer, returns when the stream
+  // should end (client gone or server stopping: check `stopping`).
+  using StreamHandler = std::function<void(const HttpRequestInfo&, const EventWriter& write,
+                                           const std::atomic<bool>& stopping)>;
+
+  HttpServer();
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  void Route(const std::string& method, const std::string& path, Handler handler);
+  // Routes every path starting with `prefix` (e.g. "/v1/approvals/").
+  void RoutePrefix(const std::string& method, const std::string& prefix, Handler handler);
+  void RouteStream(const std::string& path, StreamHandler handler);
+
+  // Binds `path` (a stale socket file nobody answers on is replaced; a live one is an error),
+  // chmod `mode`.
+  Status ListenUnix(const std::string& path, unsigned mode);
+  // Accepts until Stop(); returns after every connection thread ended (in-flight requests finish).
+  void Serve();
+  // Stops accepting and asks connections to finish; safe from any thread (not from a signal
+  // handler: use a self-pipe and call it from a thread).
+  void Stop();
+  bool stopping() const { return stopping_.load(); }
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  std::atomic<bool> stopping_{false};
+};
+
+HttpReply JsonReply(int status, std::string body);
+
+}  // namespace sandrun::api
