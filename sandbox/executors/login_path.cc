@@ -1,15 +1,21 @@
 #include "sandbox/executors/login_path.h"
 
 #include <pwd.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <mutex>
 #include <optional>
 #include <set>
 #include <utility>
 
+#include "sandbox/base/json.h"
+#include "sandbox/base/sha256.h"
 #include "sandbox/executors/host_executor.h"
 #include "sandbox/os/file.h"
 
@@ -213,6 +219,78 @@ Result<std::string> CachedLoginPath(const std::string& shell_env, std::chrono::m
   static std::optional<Result<std::string>> cached;
   std::call_once(once, [&] { cached.emplace(ProbeLoginPath(shell_env, timeout, env)); });
   return *cached;
+}
+
+namespace {
+
+// What a login shell's PATH depends on, as one string to hash.
+std::string LoginPathKey(const std::string& shell_env,
+                         const std::map<std::string, std::string>& env) {
+  auto get = [&](const char* k) {
+    auto it = env.find(k);
+    return it == env.end() ? std::string() : it->second;
+  };
+  std::string home = get("HOME");
+  std::string key = "v1\n" + shell_env + "\n" + std::to_string(::getuid()) + "\n" + home + "\n" +
+                    get("PATH") + "\n";
+  std::vector<std::string> files = {
+      "/etc/profile",      "/etc/environment",      "/etc/bash.bashrc",
+      "/etc/zsh/zprofile", "/etc/zsh/zshenv",       "/etc/zprofile",
+      "/etc/zshenv",       "/etc/fish/config.fish", "/etc/shells"};
+  for (const char* f : {"/.profile", "/.bash_profile", "/.bash_login", "/.bashrc", "/.zprofile",
+                        "/.zshenv", "/.zshrc", "/.zlogin", "/.config/fish/config.fish"}) {
+    files.push_back(home + f);
+  }
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/etc/profile.d", ec)) {
+    files.push_back(entry.path().string());
+  }
+  files.push_back("/etc/profile.d");
+  for (const auto& f : files) {
+    struct stat st {};
+    if (::stat(f.c_str(), &st) != 0) {
+      key += f + " -\n";
+    } else {
+      key += f + " " + std::to_string(st.st_size) + " " + std::to_string(st.st_mtim.tv_sec) + "." +
+             std::to_string(st.st_mtim.tv_nsec) + "\n";
+    }
+  }
+  return Sha256Hex(key);
+}
+
+}  // namespace
+
+Result<std::string> DiskCachedLoginPath(const std::string& cache_file, const std::string& shell_env,
+                                        std::chrono::milliseconds timeout,
+                                        const std::map<std::string, std::string>& env,
+                                        std::chrono::seconds max_age) {
+  std::string key = LoginPathKey(shell_env, env);
+  int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
+                    std::chrono::system_clock::now().time_since_epoch())
+                    .count();
+  if (auto text = ReadFile(cache_file, 1u << 20); text) {
+    if (auto doc = ParseJson(*text); doc && JsonString(*doc, "key") == key &&
+                                     now - JsonInt(*doc, "createdAt") < max_age.count()) {
+      return JsonString(*doc, "path");
+    }
+  }
+  SANDRUN_ASSIGN_OR_RETURN(std::string path, CachedLoginPath(shell_env, timeout, env));
+  rapidjson::StringBuffer buffer;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
+  w.StartObject();
+  w.Key("key");
+  w.String(key.c_str());
+  w.Key("createdAt");
+  w.Int64(now);
+  w.Key("path");
+  w.String(path.c_str(), static_cast<rapidjson::SizeType>(path.size()));
+  w.EndObject();
+  std::filesystem::path parent = std::filesystem::path(cache_file).parent_path();
+  if (EnsureDirectory(parent.string(), 0700)) {
+    (void)WriteFileAtomic(cache_file, std::string(buffer.GetString(), buffer.GetSize()), 0600,
+                          /*durable=*/false);
+  }
+  return path;
 }
 
 std::string MergePath(std::string_view login_path, std::string_view base_path,

@@ -60,6 +60,16 @@ Result<std::string> ProbeLoginPath(const std::string& shell_env, std::chrono::mi
 Result<std::string> CachedLoginPath(const std::string& shell_env, std::chrono::milliseconds timeout,
                                     const std::map<std::string, std::string>& env);
 
+// CachedLoginPath with a second level on disk, for one-shot CLI calls that would otherwise start
+// a login shell every time: `cache_file` holds the last probe's PATH under a key made of the
+// shell, the user, HOME, the base PATH and the size and mtime of every shell start-up file
+// (/etc/profile, /etc/profile.d, ~/.profile, ~/.bashrc, ~/.zshenv, ...). A key mismatch or an
+// entry older than `max_age` probes again. A failed probe is not cached on disk.
+Result<std::string> DiskCachedLoginPath(const std::string& cache_file, const std::string& shell_env,
+                                        std::chrono::milliseconds timeout,
+                                        const std::map<std::string, std::string>& env,
+                                        std::chrono::seconds max_age = std::chrono::hours(1));
+
 // The gateway PATH: `prepend_entries` first (each trimmed; empty ones dropped), then the login
 // shell's entries, then `base_path`'s, each entry kept once at its first position (OpenClaw's
 // applyShellPath then applyPathPrepend, reference §1.2 step 11-12). Entries are trimmed and empty
