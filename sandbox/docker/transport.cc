@@ -430,6 +430,11 @@ Result<HttpResponse> CurlTransport::Send(const HttpRequest& request, const BodyS
   };
   add_header("Expect:");  // no 100-continue round trip
   add_header("User-Agent: sandrun/" SANDRUN_VERSION);
+  for (const auto& [name, value] : request.headers) {
+    // A line break would smuggle in another header: such values are dropped, not sent.
+    if (value.empty() || value.find_first_of("\r\n") != std::string::npos) continue;
+    add_header(name + ": " + value);
+  }
   if (request.method == "POST" || request.method == "PUT") {
     add_header("Content-Type: " + request.content_type);
     if (request.body_reader) {

@@ -47,6 +47,7 @@ struct HttpRequest {
   std::string target;  // path + query, e.g. "/v1.41/containers/json?all=1"
   std::string body;    // sent as-is unless body_reader is set
   std::string content_type = "application/json";
+  std::map<std::string, std::string> headers;  // extra request headers (empty values skipped)
   // Streaming upload: fills buf with up to cap bytes, returns 0 at the end.
   std::function<Result<size_t>(char* buf, size_t cap)> body_reader;
   int64_t body_size = -1;  // with body_reader: total bytes, or -1 for chunked encoding
