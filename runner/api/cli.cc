@@ -4,10 +4,12 @@
 #include <cstdio>
 #include <string>
 
+#include "runner/api/apply_patch_tool.h"
 #include "runner/api/cli_context.h"
 #include "runner/api/doctor.h"
 #include "runner/api/exec_cmd.h"
 #include "runner/api/sandbox_cmd.h"
+#include "runner/api/serve.h"
 #include "sandbox/docker/client.h"
 #include "sandbox/docker/image_build.h"
 
@@ -98,6 +100,46 @@ int RunCli(int argc, char** argv) {
       "exec", "Run a shell command (sandboxed by default), streaming its output");
   AddExecFlags(exec, exec_flags);
 
+  ProcessFlags process_flags;
+  CLI::App* process = app.add_subcommand(
+      "process", "Follow up on background sessions (needs a running sandrun serve)");
+  process
+      ->add_option("ACTION", process_flags.action,
+                   "list | poll | log | write | send-keys | submit | paste | kill | clear | remove")
+      ->required();
+  process->add_option("--session-id", process_flags.session_id, "The session (adjective-noun id)");
+  process->add_option("--timeout", process_flags.timeout_ms, "poll: wait up to this many ms");
+  process->add_option("--data", process_flags.data, "write: the bytes to send")
+      ->each([&](const std::string&) { process_flags.has_data = true; });
+  process->add_flag("--eof", process_flags.eof, "write: close stdin afterwards");
+  process->add_option("--keys", process_flags.keys, "send-keys: key names (Enter, C-c, Up, ...)");
+  process->add_option("--literal", process_flags.literal, "send-keys: literal text first")
+      ->each([&](const std::string&) { process_flags.has_literal = true; });
+  process->add_option("--hex", process_flags.hex, "send-keys: raw bytes as hex (1b, 0x03)");
+  process->add_option("--text", process_flags.text, "paste: the text")
+      ->each([&](const std::string&) { process_flags.has_text = true; });
+  process->add_flag("--no-bracketed", process_flags.no_bracketed, "paste: without ESC[200~");
+  process->add_option("--offset", process_flags.offset, "log: first line");
+  process->add_option("--limit", process_flags.limit, "log: number of lines");
+
+  ServeOptions serve_options;
+  CLI::App* serve = app.add_subcommand(
+      "serve", "Run the server on $SANDRUN_HOME/sandrun.sock (background sessions, events)");
+  serve->add_option("--socket", serve_options.socket,
+                    "Unix socket path (default in the state dir)");
+  serve->add_flag("--keep-host-processes", serve_options.keep_host_processes,
+                  "On shutdown, leave running host sessions alone (default: kill them)");
+
+  ApplyPatchFlags patch_flags;
+  CLI::App* apply_patch = app.add_subcommand(
+      "apply-patch", "Apply a *** Begin Patch envelope to the workspace, all or nothing");
+  apply_patch->add_option("FILE", patch_flags.file, "The patch file, or - for stdin (default)");
+  apply_patch->add_option("--workdir", patch_flags.workdir,
+                          "Directory the patch's paths are relative to (in the workspace)");
+  apply_patch->add_option("--model", patch_flags.model,
+                          "The model id, when tools.exec.applyPatch.allowModels is set");
+  apply_patch->add_flag("--json", patch_flags.json, "Print the result object");
+
   SandboxCommand sandbox_cmd;
   CLI::App* sandbox = app.add_subcommand("sandbox", "Inspect and manage sandbox containers");
   sandbox->require_subcommand(1);
@@ -136,8 +178,11 @@ int RunCli(int argc, char** argv) {
     return code == 0 ? kExitOk : kExitRefused;
   }
 
-  if (call->parsed()) return RunCallCommand(global, call_json);
+  if (call->parsed()) return RunToolCallCommand(global, call_json);
   if (exec->parsed()) return RunExecCommand(global, exec_flags);
+  if (process->parsed()) return RunProcessCommand(global, process_flags);
+  if (serve->parsed()) return RunServeCommand(global, serve_options);
+  if (apply_patch->parsed()) return RunApplyPatchCommand(global, patch_flags);
   if (sandbox->parsed()) {
     sandbox_cmd.action = sandbox_list->parsed()       ? "list"
                          : sandbox_recreate->parsed() ? "recreate"

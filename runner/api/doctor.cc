@@ -3,11 +3,17 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include <cerrno>
 #include <chrono>
 
 #include "runner/config/state_dir.h"
 #include "sandbox/docker/client.h"
 #include "sandbox/docker/image_build.h"
+#include "sandbox/harden/container_preset.h"
+#include "sandbox/harden/host_hardening.h"
+#include "sandbox/harden/profile_file.h"
+#include "sandbox/harden/seccomp_compiler.h"
+#include "sandbox/harden/seccomp_profile.h"
 #include "sandbox/harden/seccomp_support.h"
 
 namespace sandrun::api {
@@ -107,6 +113,105 @@ DoctorCheck SeccompCheck() {
                    std::to_string(support->api_level) + ")");
 }
 
+// profiles/: every file of every kind loads with its loader; seccomp profiles also compile and
+// pass the lint, host profiles are prepared as a command would use them.
+void ProfileChecks(std::vector<DoctorCheck>& checks) {
+  const std::string dir = harden::DefaultProfilesDir();
+  const std::string fix = "fix the file named above (profiles/README.md describes the format)";
+  auto list = [&](const char* kind) {
+    auto names = harden::ListProfiles(dir, kind);
+    if (!names) checks.push_back(Check("profile", Level::kFail, names.error().ToString(), fix));
+    return names ? *names : std::vector<std::string>{};
+  };
+  for (const std::string& name : list("seccomp")) {
+    const std::string file = "seccomp/" + name + ".json";
+    auto profile = harden::LoadSeccompProfile(dir, name);
+    if (!profile) {
+      checks.push_back(Check("profile", Level::kFail, profile.error().ToString(), fix));
+      continue;
+    }
+    auto filter = harden::CompileSeccompProfile(*profile);
+    if (!filter) {
+      checks.push_back(Check("profile", Level::kFail, filter.error().ToString(), fix));
+      continue;
+    }
+    std::vector<std::string> notes = harden::LintSeccompProfile(*profile);
+    notes.insert(notes.end(), filter->warnings.begin(), filter->warnings.end());
+    std::string detail = file + ": " + std::to_string(profile->rules.size()) + " rules, " +
+                         std::to_string(filter->program.size()) + " BPF instructions here";
+    if (!notes.empty()) {
+      checks.push_back(
+          Check("profile", Level::kWarn,
+                detail + "; " + notes.front() + (notes.size() > 1 ? " (and more)" : ""),
+                "give every dangerous syscall a reason in its rule's comment"));
+      continue;
+    }
+    checks.push_back(Check("profile", Level::kOk, detail));
+  }
+  for (const std::string& name : list("host")) {
+    auto h = harden::HostHardening::Prepare(dir, name);
+    if (!h) {
+      checks.push_back(Check("profile", Level::kFail, h.error().ToString(), fix));
+      continue;
+    }
+    const harden::HostProfile& p = (*h)->profile();
+    std::string detail =
+        "host/" + name + ".json: seccomp " + p.seccomp_profile +
+        (p.seccomp_mode == harden::SeccompMode::kRequired ? " (required)" : " (optional)") +
+        ", keeps " +
+        (p.keep_capabilities.empty()
+             ? std::string("no capabilities")
+             : std::to_string(p.keep_capabilities.size()) + " capabilities");
+    if (!(*h)->warnings().empty()) {
+      checks.push_back(Check("profile", Level::kWarn, detail + "; " + (*h)->warnings().front(),
+                             "use a kernel with CONFIG_SECCOMP_FILTER"));
+      continue;
+    }
+    checks.push_back(Check("profile", Level::kOk, detail));
+  }
+  for (const std::string& name : list("containers")) {
+    auto preset = harden::LoadContainerPreset(dir, name);
+    if (!preset) {
+      checks.push_back(Check("profile", Level::kFail, preset.error().ToString(), fix));
+      continue;
+    }
+    auto seccomp = harden::LoadSeccompProfileJson(dir, preset->seccomp_profile);
+    if (!seccomp) {
+      checks.push_back(Check("profile", Level::kFail,
+                             "containers/" + name + ".json: " + seccomp.error().ToString(), fix));
+      continue;
+    }
+    checks.push_back(Check("profile", Level::kOk,
+                           "containers/" + name + ".json: network " + preset->network_mode +
+                               ", seccomp " + preset->seccomp_profile));
+  }
+}
+
+// Filtering works here: a child loads the default host profile's filter and is refused unshare.
+DoctorCheck FilterCheck() {
+  const std::string fix = "run sandrun on a kernel with CONFIG_SECCOMP_FILTER (Linux 4.14+)";
+  auto h = harden::HostHardening::Prepare(harden::DefaultProfilesDir(), "default");
+  if (!h) return Check("seccomp", Level::kFail, h.error().ToString(), fix);
+  if (!(*h)->seccomp_active()) {
+    return Check("seccomp", Level::kWarn,
+                 "host commands run without a system call filter on this host", fix);
+  }
+  auto probe = harden::ProbeFilter(**h);
+  if (!probe) {
+    return Check("seccomp", Level::kFail,
+                 "loading the default host filter: " + probe.error().ToString(), fix);
+  }
+  if (!probe->filter_mode || probe->unshare_errno != EPERM) {
+    return Check("seccomp", Level::kFail,
+                 std::string("the default host filter did not take effect (filter mode ") +
+                     (probe->filter_mode ? "on" : "off") + ", unshare errno " +
+                     std::to_string(probe->unshare_errno) + ")",
+                 fix);
+  }
+  return Check("seccomp", Level::kOk,
+               "the default host filter loads in a child and denies unshare with EPERM");
+}
+
 const char* LevelName(Level level) {
   switch (level) {
     case Level::kOk:
@@ -133,6 +238,8 @@ DoctorReport RunDoctor() {
   report.checks.push_back(StateDirCheck());
   EngineChecks(report.checks);
   report.checks.push_back(SeccompCheck());
+  report.checks.push_back(FilterCheck());
+  ProfileChecks(report.checks);
   return report;
 }
 

@@ -1,5 +1,8 @@
 #include "runner/api/exec_cmd.h"
 
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
 #include <csignal>
 #include <cstdio>
 #include <iostream>
@@ -7,7 +10,10 @@
 #include <variant>
 
 #include "runner/api/exec_tool.h"
+#include "runner/api/server_client.h"
 #include "runner/api/tool_call.h"
+#include "runner/config/state_dir.h"
+#include "sandbox/base/json.h"
 
 namespace sandrun::api {
 namespace {
@@ -32,12 +38,76 @@ void WriteAll(FILE* f, std::string_view bytes) {
   fflush(f);
 }
 
+// The running server's socket, or "" when none answers (then the call runs in-process).
+std::string LiveServer(const GlobalOptions& global) {
+  auto state_dir = config::StateDirPath();
+  if (!state_dir) return "";
+  std::string socket = ServerSocketPath(global, *state_dir);
+  return ServerAnswers(socket) ? socket : "";
+}
+
+int PrintServerReply(const Result<ServerReply>& reply) {
+  if (!reply) {
+    std::printf("%s\n",
+                RenderError(ToolError{"server-unreachable", reply.error().ToString()}).c_str());
+    return kExitFailure;
+  }
+  std::printf("%s\n", reply->body.c_str());
+  return ExitCodeFor(*reply);
+}
+
+// `sandrun exec` without --json through a server: print what the result says, exit like the
+// command. (Through the server, stdout and stderr arrive merged, at the end.)
+int ReportServerExec(const Result<ServerReply>& reply) {
+  if (!reply) {
+    PrintError(reply.error().ToString());
+    return kExitFailure;
+  }
+  auto doc = ParseJson(reply->body);
+  if (!doc || !doc->IsObject()) {
+    PrintError("the server answered " + std::to_string(reply->status) + ": " + reply->body);
+    return kExitFailure;
+  }
+  if (const auto* error = JsonMember(*doc, "error")) {
+    PrintError(JsonString(*error, "message"));
+    return ExitCodeFor(*reply);
+  }
+  const auto* details = JsonMember(*doc, "details");
+  std::string status = details ? JsonString(*details, "status") : "";
+  std::string text;
+  if (const auto* content = JsonMember(*doc, "content");
+      content && content->IsArray() && !content->Empty()) {
+    text = JsonString((*content)[0], "text");
+  }
+  if (status == "running") {
+    std::fprintf(stderr, "sandrun: %s\n", text.c_str());
+    std::printf("%s\n", JsonString(*details, "sessionId").c_str());
+    return kExitOk;
+  }
+  std::string aggregated = JsonString(*details, "aggregated");
+  if (!aggregated.empty()) std::printf("%s\n", aggregated.c_str());
+  const auto* code = JsonMember(*details, "exitCode");
+  if (code != nullptr && code->IsInt()) {
+    if (status == "failed")
+      PrintError(text.substr(text.rfind("\n\n") == std::string::npos ? 0 : text.rfind("\n\n") + 2));
+    return code->GetInt();
+  }
+  PrintError(text.substr(text.rfind("\n\n") == std::string::npos ? 0 : text.rfind("\n\n") + 2));
+  return JsonBool(*details, "timedOut") ? 124 : kExitFailure;
+}
+
 }  // namespace
 
 int RunCallCommand(const GlobalOptions& global, const std::string& json_arg) {
   std::string text = json_arg;
   if (text.empty() || text == "-") {
     text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+  }
+  if (std::string socket = LiveServer(global); !socket.empty()) {
+    auto doc = ParseJson(text);
+    std::string tool = doc ? JsonString(*doc, "tool") : "";
+    return PrintServerReply(PostToServer(
+        socket, tool == "process" ? "/v1/tools/process" : "/v1/tools/exec", text, global));
   }
   auto parsed = ParseToolCall(text);
   if (auto* error = std::get_if<ToolError>(&parsed)) {
@@ -46,7 +116,7 @@ int RunCallCommand(const GlobalOptions& global, const std::string& json_arg) {
   }
   InstallCancelHandlers();
   const ToolCall& call = std::get<ToolCall>(parsed);
-  ExecToolResult result = RunExecTool(global, call.exec, nullptr, &g_cancel);
+  ExecToolResult result = RunExecTool(global, CliCaller(global), call.exec, nullptr, &g_cancel);
   std::printf("%s\n", result.json.c_str());
   if (result.refused) return kExitRefused;
   if (result.internal) return kExitFailure;
@@ -81,6 +151,12 @@ int RunExecCommand(const GlobalOptions& global, const ExecFlags& flags) {
   request.background = flags.background;
   request.pty = flags.pty;
 
+  if (std::string socket = LiveServer(global); !socket.empty()) {
+    auto reply = PostToServer(socket, "/v1/tools/exec", ExecRequestToJson(request), global);
+    if (flags.json) return PrintServerReply(reply);
+    return ReportServerExec(reply);
+  }
+
   InstallCancelHandlers();
   exec::LiveSink live;
   if (!flags.json) {
@@ -88,7 +164,7 @@ int RunExecCommand(const GlobalOptions& global, const ExecFlags& flags) {
       WriteAll(stream == exec::Stream::kStderr ? stderr : stdout, bytes);
     };
   }
-  ExecToolResult result = RunExecTool(global, request, live, &g_cancel);
+  ExecToolResult result = RunExecTool(global, CliCaller(global), request, live, &g_cancel);
   if (flags.json) {
     std::printf("%s\n", result.json.c_str());
     return result.refused ? kExitRefused : result.internal ? kExitFailure : kExitOk;
@@ -115,6 +191,68 @@ int RunExecCommand(const GlobalOptions& global, const ExecFlags& flags) {
       return g_cancel.cancelled() ? 130 : kExitFailure;
   }
   return kExitFailure;
+}
+
+}  // namespace sandrun::api
+
+namespace sandrun::api {
+
+int RunProcessCommand(const GlobalOptions& global, const ProcessFlags& flags) {
+  rapidjson::StringBuffer buffer;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
+  w.StartObject();
+  w.Key("tool");
+  w.String("process");
+  w.Key("action");
+  w.String(flags.action.c_str());
+  auto str = [&](const char* key, const std::string& v) {
+    w.Key(key);
+    w.String(v.c_str(), static_cast<rapidjson::SizeType>(v.size()));
+  };
+  auto list = [&](const char* key, const std::vector<std::string>& v) {
+    w.Key(key);
+    w.StartArray();
+    for (const auto& item : v)
+      w.String(item.c_str(), static_cast<rapidjson::SizeType>(item.size()));
+    w.EndArray();
+  };
+  if (!flags.session_id.empty()) str("sessionId", flags.session_id);
+  if (flags.timeout_ms >= 0) {
+    w.Key("timeout");
+    w.Int64(flags.timeout_ms);
+  }
+  if (flags.has_data) str("data", flags.data);
+  if (flags.eof) {
+    w.Key("eof");
+    w.Bool(true);
+  }
+  if (!flags.keys.empty()) list("keys", flags.keys);
+  if (flags.has_literal) str("literal", flags.literal);
+  if (!flags.hex.empty()) list("hex", flags.hex);
+  if (flags.has_text) str("text", flags.text);
+  if (flags.no_bracketed) {
+    w.Key("bracketed");
+    w.Bool(false);
+  }
+  if (flags.offset >= 0) {
+    w.Key("offset");
+    w.Int64(flags.offset);
+  }
+  if (flags.limit >= 0) {
+    w.Key("limit");
+    w.Int64(flags.limit);
+  }
+  w.EndObject();
+  std::string socket = LiveServer(global);
+  if (socket.empty()) {
+    std::printf("%s\n", RenderError(ToolError{"server-required",
+                                              "The process tool works on background sessions, "
+                                              "which live in a running server: start `sandrun "
+                                              "serve`."})
+                            .c_str());
+    return kExitRefused;
+  }
+  return PrintServerReply(PostToServer(socket, "/v1/tools/process", buffer.GetString(), global));
 }
 
 }  // namespace sandrun::api

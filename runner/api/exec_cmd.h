@@ -28,4 +28,25 @@ struct ExecFlags {
 // timeout, 128+N on signal N), or 2 when refused; with --json prints the result object.
 int RunExecCommand(const GlobalOptions& global, const ExecFlags& flags);
 
+// `sandrun process ACTION [...]`: one process tool call through the running server; prints the
+// result object. Exit 0 handled, 2 refused (or no server), 1 internal.
+struct ProcessFlags {
+  std::string action;
+  std::string session_id;
+  long long timeout_ms = -1;
+  std::string data;
+  bool has_data = false;
+  bool eof = false;
+  std::vector<std::string> keys;
+  std::string literal;
+  bool has_literal = false;
+  std::vector<std::string> hex;
+  std::string text;
+  bool has_text = false;
+  bool no_bracketed = false;
+  long long offset = -1;
+  long long limit = -1;
+};
+int RunProcessCommand(const GlobalOptions& global, const ProcessFlags& flags);
+
 }  // namespace sandrun::api

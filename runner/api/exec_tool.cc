@@ -12,6 +12,10 @@
 #include "runner/config/state_dir.h"
 #include "runner/policy/env_policy.h"
 #include "runner/policy/gate.h"
+#include "runner/policy/preflight.h"
+#include "runner/policy/tool_policy.h"
+#include "runner/sessions/manager.h"
+#include "runner/sessions/process_request.h"
 #include "sandbox/docker/client.h"
 #include "sandbox/executors/docker_executor.h"
 #include "sandbox/executors/host_executor.h"
@@ -50,12 +54,8 @@ std::map<std::string, std::string> HostEnv() {
   return env;
 }
 
-std::string UserName() {
-  const passwd* pw = ::getpwuid(::geteuid());
-  return pw != nullptr && pw->pw_name != nullptr ? pw->pw_name : std::to_string(::geteuid());
-}
+}  // namespace
 
-// --workspace, else agents.<id>.workspace, else the current directory; made absolute.
 std::string WorkspaceDir(const GlobalOptions& global, const config::AgentSettings& settings) {
   std::string dir = !global.workspace.empty() ? global.workspace : settings.workspace;
   std::error_code ec;
@@ -65,10 +65,23 @@ std::string WorkspaceDir(const GlobalOptions& global, const config::AgentSetting
   return ec ? absolute.string() : canonical.string();
 }
 
-}  // namespace
+std::string UserName(uid_t uid) {
+  const passwd* pw = ::getpwuid(uid);
+  return pw != nullptr && pw->pw_name != nullptr ? pw->pw_name : std::to_string(uid);
+}
 
-ExecToolResult RunExecTool(const GlobalOptions& global, const policy::ExecRequest& request,
-                           const exec::LiveSink& live, const CancelToken* cancel) {
+policy::Caller CliCaller(const GlobalOptions& global) {
+  policy::Caller caller;
+  caller.provider = "cli";
+  caller.sender = UserName(::geteuid());
+  caller.agent_id = global.agent;
+  caller.session_key = global.session.empty() ? "main" : global.session;
+  return caller;
+}
+
+ExecToolResult RunExecTool(const GlobalOptions& global, const policy::Caller& caller,
+                           const policy::ExecRequest& request, const exec::LiveSink& live,
+                           const CancelToken* cancel, ExecServices* services) {
   auto state_dir = config::StateDirPath();
   if (!state_dir) return Internal(state_dir.error().ToString());
   if (auto ok = config::EnsureStateDir(*state_dir); !ok) return Internal(ok.error().ToString());
@@ -77,11 +90,13 @@ ExecToolResult RunExecTool(const GlobalOptions& global, const policy::ExecReques
   for (const auto& w : cfg->warnings) PrintWarning(w);
   config::AgentSettings settings = cfg->ForAgent(global.agent);
 
-  policy::Caller caller;
-  caller.provider = "cli";
-  caller.sender = UserName();
-  caller.agent_id = global.agent;
-  caller.session_key = global.session.empty() ? "main" : global.session;
+  // Tool policy (SPEC §6b): a denied exec runs nothing; a denied process tool means no
+  // background sessions for this call.
+  const policy::ToolPolicyLayers tools = {&cfg->global.tools, &settings.tools};
+  if (auto denied = policy::CheckToolAllowed(tools, policy::kToolExec)) {
+    return Refused(denied->code, denied->message);
+  }
+  const bool background_allowed = policy::IsToolAllowed(tools, policy::kToolProcess);
 
   policy::Decision decision = policy::Decide(settings, request, caller);
   if (!decision.allowed()) return Refused(decision.refusal->code, decision.refusal->message);
@@ -96,9 +111,10 @@ ExecToolResult RunExecTool(const GlobalOptions& global, const policy::ExecReques
   ctx.host_env = HostEnv();
   if (policy::NeedsLoginPath(decision, settings, ctx.host_env)) {
     auto shell = ctx.host_env.find("SHELL");
-    auto login =
-        exec::CachedLoginPath(shell == ctx.host_env.end() ? "" : shell->second, kLoginProbeTimeout,
-                              policy::SanitizeInheritedEnv(ctx.host_env));
+    // On disk too: a one-shot CLI call must not start a login shell every time.
+    auto login = exec::DiskCachedLoginPath(
+        *state_dir + "/cache/login-path.json", shell == ctx.host_env.end() ? "" : shell->second,
+        kLoginProbeTimeout, policy::SanitizeInheritedEnv(ctx.host_env));
     if (login) ctx.login_path = *login;  // OpenClaw goes on without it, and so do we
   }
   if (policy::NeedsSeccompProfile(decision)) {
@@ -117,33 +133,83 @@ ExecToolResult RunExecTool(const GlobalOptions& global, const policy::ExecReques
   auto gated = policy::BuildPlan(decision, request, ctx);
   if (!gated) return Refused(gated.error().code, gated.error().message);
   exec::Plan& plan = gated->plan;
-  if (request.background || request.yield_ms) {
-    // Background sessions outlive a call only through `sandrun serve` (SPEC §2.2).
-    plan.warnings.push_back("Warning: background execution is disabled; running synchronously.");
+  // Script preflight (reference §3.5) where OpenClaw runs it: gateway runs below full/off.
+  if (policy::PreflightApplies(gated->decision)) {
+    if (auto refused = policy::ScriptPreflight(request.command, plan.cwd)) {
+      return Refused(refused->code, refused->message);
+    }
+  }
+  bool background_available =
+      services != nullptr && services->sessions != nullptr && background_allowed;
+  if ((request.background || request.yield_ms) && !background_available) {
+    // Background sessions outlive a call only through `sandrun serve` (SPEC §2.2), and only
+    // while the tool policy allows `process` (OpenClaw's allowBackground).
+    plan.warnings.push_back(std::string(policy::kBackgroundDisabledWarning));
   }
 
   ExecToolResult result;
   result.host = plan.target == exec::Target::kSandbox ? "sandbox" : "gateway";
   result.timeout_seconds = plan.timeout_ms / 1000;
-  std::unique_ptr<exec::Executor> executor;
+  std::shared_ptr<exec::Executor> executor;
   if (plan.target == exec::Target::kSandbox) {
-    auto client = docker::Client::FromEnvironment();
-    if (!client) {
-      return Refused("sandbox-unavailable",
-                     "sandbox unavailable, nothing was run: " + client.error().ToString());
+    if (services != nullptr && services->docker) {
+      executor = services->docker;
+    } else {
+      auto client = docker::Client::FromEnvironment();
+      if (!client) {
+        return Refused("sandbox-unavailable",
+                       "sandbox unavailable, nothing was run: " + client.error().ToString());
+      }
+      executor = std::make_shared<exec::DockerExecutor>(std::move(client).value());
+      if (services != nullptr) services->docker = executor;
     }
-    executor = std::make_unique<exec::DockerExecutor>(std::move(client).value());
   } else {
-    executor = std::make_unique<exec::HostExecutor>();
+    executor = services != nullptr && services->host ? services->host
+                                                     : std::make_shared<exec::HostExecutor>();
   }
-  auto outcome = executor->Run(plan, live, cancel);
-  if (!outcome) {
-    if (plan.target == exec::Target::kSandbox) {
-      return Refused("sandbox-unavailable", outcome.error().ToString());
+  auto failed_to_start = [&](const Error& e) {
+    return plan.target == exec::Target::kSandbox ? Refused("sandbox-unavailable", e.ToString())
+                                                 : Refused("spawn-failed", e.ToString());
+  };
+
+  if (background_available) {
+    // The server: every run has a yield window; past it (or at once with background:true) the
+    // run becomes a background session and the call answers `running`.
+    sessions::SessionMeta meta;
+    meta.scope = sessions::Scope{services->tenant, caller.agent_id, caller.session_key};
+    meta.command = request.command;
+    meta.cwd = plan.cwd;
+    meta.host = result.host;
+    meta.pty = plan.pty;
+    meta.timeout_ms = plan.timeout_ms;
+    meta.notify_on_exit = settings.exec.notify_on_exit;
+    meta.notify_on_exit_empty_success = settings.exec.notify_on_exit_empty_success;
+    auto session = services->sessions->Begin(meta);
+    if (!session) return Internal(session.error().ToString());
+    auto process = executor->Start(plan, (*session)->Sink());
+    if (!process) {
+      services->sessions->Discard((*session)->id());
+      return failed_to_start(process.error());
     }
-    return Refused("spawn-failed", outcome.error().ToString());
+    (*session)->Attach(std::move(process).value());
+    if (!gated->background && (*session)->WaitFor(gated->yield_ms)) {
+      auto outcome = (*session)->Outcome();
+      services->sessions->Discard((*session)->id());
+      if (!outcome) return Internal("the run ended without an outcome");
+      result.outcome = std::move(*outcome);
+    } else {
+      (*session)->MarkBackgrounded();
+      result.running = true;
+      result.warnings = plan.warnings;
+      result.json = sessions::RenderRunning(**session, result.warnings);
+      return result;
+    }
+  } else {
+    auto outcome = executor->Run(plan, live, cancel);
+    if (!outcome) return failed_to_start(outcome.error());
+    result.outcome = std::move(outcome).value();
   }
-  result.outcome = std::move(outcome).value();
+
   result.warnings = plan.warnings;
   result.warnings.insert(result.warnings.end(), result.outcome.warnings.begin(),
                          result.outcome.warnings.end());

@@ -92,6 +92,37 @@ std::optional<ToolError> ReadExecParams(const rapidjson::Value& obj, policy::Exe
   return std::nullopt;
 }
 
+// apply_patch: "input" (a non-empty string), optional "workdir" and "model" strings.
+std::optional<ToolError> ReadApplyPatchParams(const rapidjson::Value& obj, ApplyPatchRequest& req) {
+  const auto* input = JsonMember(obj, "input");
+  if (input == nullptr || input->IsNull()) {
+    return Invalid(
+        "apply_patch needs \"input\": the patch text (*** Begin Patch ... *** End Patch)");
+  }
+  if (!input->IsString()) {
+    return Invalid(std::string("apply_patch parameter \"input\" must be a string, got ") +
+                   TypeName(*input));
+  }
+  req.input = Str(*input);
+  if (req.input.find_first_not_of(" \t\r\n") == std::string::npos) {
+    return Invalid(
+        "apply_patch needs \"input\": the patch text (*** Begin Patch ... *** End Patch)");
+  }
+  for (const char* key : {"workdir", "model"}) {
+    const auto* v = JsonMember(obj, key);
+    if (v == nullptr || v->IsNull()) continue;
+    if (!v->IsString()) {
+      return Invalid(std::string("apply_patch parameter \"") + key + "\" must be a string, got " +
+                     TypeName(*v));
+    }
+    if (Str(*v).find('\0') != std::string::npos) {
+      return Invalid(std::string("apply_patch ") + key + " contains a NUL byte");
+    }
+    (std::string_view(key) == "workdir" ? req.workdir : req.model) = Str(*v);
+  }
+  return std::nullopt;  // other keys are ignored, as for exec
+}
+
 void WriteStr(Writer& w, std::string_view s) {
   w.String(s.data(), static_cast<rapidjson::SizeType>(s.size()));
 }
@@ -139,15 +170,72 @@ std::variant<ToolCall, ToolError> ParseToolCall(std::string_view text) {
   }
   ToolCall call;
   call.tool = Str(*tool);
+  if (call.tool == "apply_patch") {
+    if (auto e = ReadApplyPatchParams(*doc, call.apply_patch)) return *e;
+    return call;
+  }
   if (call.tool != "exec") {
     if (call.tool == "process") {
-      return ToolError{"unknown-tool",
-                       "Tool process is not available: background sessions are not built yet."};
+      return ToolError{"server-required",
+                       "The process tool works on background sessions, which live in a running "
+                       "server: start `sandrun serve`."};
     }
-    return ToolError{"unknown-tool", "Unknown tool \"" + call.tool + "\". Known tools: exec."};
+    return ToolError{"unknown-tool", "Unknown tool \"" + call.tool +
+                                         "\". Known tools: exec, process, apply_patch."};
   }
   if (auto e = ReadExecParams(*doc, call.exec)) return *e;
   return call;
+}
+
+std::string ExecRequestToJson(const policy::ExecRequest& r) {
+  rapidjson::StringBuffer buffer;
+  Writer w(buffer);
+  w.StartObject();
+  w.Key("tool");
+  w.String("exec");
+  w.Key("command");
+  WriteStr(w, r.command);
+  auto opt_string = [&](const char* key, const std::optional<std::string>& v) {
+    if (!v) return;
+    w.Key(key);
+    WriteStr(w, *v);
+  };
+  opt_string("workdir", r.workdir);
+  opt_string("host", r.host);
+  opt_string("security", r.security);
+  opt_string("ask", r.ask);
+  opt_string("node", r.node);
+  if (!r.env.empty()) {
+    w.Key("env");
+    w.StartObject();
+    for (const auto& [k, v] : r.env) {
+      WriteStr(w, k);
+      WriteStr(w, v);
+    }
+    w.EndObject();
+  }
+  if (r.yield_ms) {
+    w.Key("yieldMs");
+    w.Int64(*r.yield_ms);
+  }
+  if (r.background) {
+    w.Key("background");
+    w.Bool(true);
+  }
+  if (r.timeout_seconds) {
+    w.Key("timeout");
+    w.Double(*r.timeout_seconds);
+  }
+  if (r.pty) {
+    w.Key("pty");
+    w.Bool(true);
+  }
+  if (r.elevated) {
+    w.Key("elevated");
+    w.Bool(*r.elevated);
+  }
+  w.EndObject();
+  return std::string(buffer.GetString(), buffer.GetSize());
 }
 
 std::string RenderError(const ToolError& error) {

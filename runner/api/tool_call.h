@@ -27,9 +27,17 @@ struct ToolError {
   std::string message;  // OpenClaw's text where it has one
 };
 
+// {"tool":"apply_patch","input":"*** Begin Patch ...","workdir":...,"model":...} (SPEC §6b).
+struct ApplyPatchRequest {
+  std::string input;                   // the patch envelope
+  std::optional<std::string> workdir;  // relative to the workspace (or the container's view)
+  std::optional<std::string> model;    // the calling model, for tools.exec.applyPatch.allowModels
+};
+
 struct ToolCall {
-  std::string tool;  // "exec" (others follow in later work)
+  std::string tool;  // "exec" | "apply_patch"
   policy::ExecRequest exec;
+  ApplyPatchRequest apply_patch;
 };
 
 // Parses and validates a tool call. Every malformed input is a ToolError naming the problem.
@@ -40,6 +48,9 @@ std::variant<ToolCall, ToolError> ParseToolCall(std::string_view text);
 std::optional<ToolError> ValidateCommand(std::string_view command);
 
 std::string RenderError(const ToolError& error);
+
+// The tool-call JSON for a request ({"tool":"exec",...}), e.g. to send it to a server.
+std::string ExecRequestToJson(const policy::ExecRequest& request);
 
 // completed | failed, with `details` as OpenClaw's ExecToolDetails plus sandrun's `host`,
 // `truncated` and `totalBytes`. Warnings go before the text, separated by a blank line.

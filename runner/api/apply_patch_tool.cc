@@ -1,0 +1,208 @@
+#include "runner/api/apply_patch_tool.h"
+
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <iterator>
+#include <variant>
+
+#include "runner/api/exec_cmd.h"
+#include "runner/api/exec_tool.h"
+#include "runner/config/config.h"
+#include "runner/config/state_dir.h"
+#include "runner/patch/patch.h"
+#include "runner/policy/tool_policy.h"
+#include "sandbox/base/json.h"
+#include "sandbox/os/file.h"
+
+namespace sandrun::api {
+namespace {
+
+using Writer = rapidjson::Writer<rapidjson::StringBuffer>;
+
+ApplyPatchToolResult Refused(std::string code, std::string message) {
+  ApplyPatchToolResult r;
+  r.refused = true;
+  r.error = ToolError{std::move(code), std::move(message)};
+  r.json = RenderError(r.error);
+  return r;
+}
+
+ApplyPatchToolResult Internal(std::string code, std::string message) {
+  ApplyPatchToolResult r = Refused(std::move(code), std::move(message));
+  r.refused = false;
+  r.internal = true;
+  return r;
+}
+
+void WriteStr(Writer& w, std::string_view s) {
+  w.String(s.data(), static_cast<rapidjson::SizeType>(s.size()));
+}
+
+void WriteList(Writer& w, const char* key, const std::vector<std::string>& items) {
+  w.Key(key);
+  w.StartArray();
+  for (const auto& item : items) WriteStr(w, item);
+  w.EndArray();
+}
+
+std::string RenderApplied(const patch::ApplySummary& summary, const std::string& text,
+                          const std::string& cwd, const std::string& host, int64_t duration_ms) {
+  rapidjson::StringBuffer buffer;
+  Writer w(buffer);
+  w.StartObject();
+  w.Key("content");
+  w.StartArray();
+  w.StartObject();
+  w.Key("type");
+  w.String("text");
+  w.Key("text");
+  WriteStr(w, text);
+  w.EndObject();
+  w.EndArray();
+  w.Key("details");
+  w.StartObject();
+  w.Key("status");
+  w.String("completed");
+  WriteList(w, "added", summary.added);
+  WriteList(w, "updated", summary.updated);
+  WriteList(w, "deleted", summary.deleted);
+  w.Key("moved");
+  w.StartArray();
+  for (const auto& m : summary.moved) {
+    w.StartObject();
+    w.Key("from");
+    WriteStr(w, m.from);
+    w.Key("to");
+    WriteStr(w, m.to);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.Key("cwd");
+  WriteStr(w, cwd);
+  w.Key("host");
+  WriteStr(w, host);
+  w.Key("durationMs");
+  w.Int64(duration_ms);
+  w.EndObject();
+  w.EndObject();
+  return std::string(buffer.GetString(), buffer.GetSize());
+}
+
+// What ApplyPatch's errors mean for the caller (apply.h documents the codes).
+ApplyPatchToolResult FromApplyError(const Error& e) {
+  if (e.code == ErrorCode::kIo || e.code == ErrorCode::kInternal) {
+    return Internal("apply-failed", e.ToString());
+  }
+  if (e.sys_errno == EXDEV) return Refused("path-not-allowed", e.ToString());
+  return Refused("patch-failed", e.ToString());
+}
+
+}  // namespace
+
+ApplyPatchToolResult RunApplyPatchTool(const GlobalOptions& global, const policy::Caller& caller,
+                                       const ApplyPatchRequest& request) {
+  const auto start = std::chrono::steady_clock::now();
+  auto state_dir = config::StateDirPath();
+  if (!state_dir) return Internal("internal", state_dir.error().ToString());
+  if (auto ok = config::EnsureStateDir(*state_dir); !ok) {
+    return Internal("internal", ok.error().ToString());
+  }
+  auto cfg = config::LoadConfigFor(global.config_file, *state_dir);
+  if (!cfg) return Refused("invalid-config", cfg.error().ToString());
+  for (const auto& w : cfg->warnings) PrintWarning(w);
+  const config::AgentSettings settings = cfg->ForAgent(global.agent);
+
+  policy::ApplyPatchContext ctx;
+  ctx.settings = &settings;
+  ctx.tools = {&cfg->global.tools, &settings.tools};
+  ctx.caller = caller;
+  ctx.state_dir = *state_dir;
+  ctx.workspace_dir = WorkspaceDir(global, settings);
+  if (const char* home = std::getenv("HOME")) ctx.home = home;
+  ctx.workdir = request.workdir;
+  ctx.model = request.model;
+  auto target = policy::GateApplyPatch(ctx);
+  if (!target) return Refused(target.error().code, target.error().message);
+
+  auto parsed = patch::ParsePatch(request.input);
+  if (!parsed) return Refused("invalid-patch", parsed.error().message);
+  if (target->scratch) {
+    // The per-scope scratch dir exists once a container used it; a patch may come first.
+    if (auto made = EnsureDirectory(target->root, 0700); !made) {
+      return Internal("internal", "cannot create the sandbox workspace " + target->root + ": " +
+                                      made.error().ToString());
+    }
+  }
+  patch::ApplyOptions options;
+  options.root = target->root;
+  options.workdir = target->workdir;
+  options.workspace_only = target->workspace_only;
+  options.alias_root = target->alias_root;
+  auto applied = patch::ApplyPatch(*parsed, options);
+  if (!applied) return FromApplyError(applied.error());
+
+  ApplyPatchToolResult result;
+  result.summary = std::move(applied).value();
+  result.text = patch::SummaryText(result.summary);
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::steady_clock::now() - start)
+                      .count();
+  result.json = RenderApplied(result.summary, result.text, target->display_cwd,
+                              target->sandboxed ? "sandbox" : "gateway", ms);
+  return result;
+}
+
+int RunToolCallCommand(const GlobalOptions& global, const std::string& json_arg) {
+  std::string text = json_arg;
+  if (text.empty() || text == "-") {
+    text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+  }
+  // Only apply_patch is handled here; anything else (malformed calls included) goes on as before.
+  auto doc = ParseJson(text);
+  if (!doc || JsonString(*doc, "tool") != policy::kToolApplyPatch) {
+    return RunCallCommand(global, text.empty() ? std::string("-") : text);
+  }
+  auto parsed = ParseToolCall(text);
+  if (auto* error = std::get_if<ToolError>(&parsed)) {
+    std::printf("%s\n", RenderError(*error).c_str());
+    return kExitRefused;
+  }
+  ApplyPatchToolResult result =
+      RunApplyPatchTool(global, CliCaller(global), std::get<ToolCall>(parsed).apply_patch);
+  std::printf("%s\n", result.json.c_str());
+  return result.refused ? kExitRefused : result.internal ? kExitFailure : kExitOk;
+}
+
+int RunApplyPatchCommand(const GlobalOptions& global, const ApplyPatchFlags& flags) {
+  ApplyPatchRequest request;
+  if (flags.file.empty() || flags.file == "-") {
+    request.input.assign(std::istreambuf_iterator<char>(std::cin),
+                         std::istreambuf_iterator<char>());
+  } else {
+    auto text = ReadFile(flags.file, patch::kMaxPatchBytes);
+    if (!text) {
+      PrintError("cannot read the patch: " + text.error().ToString());
+      return kExitRefused;
+    }
+    request.input = std::move(text).value();
+  }
+  if (!flags.workdir.empty()) request.workdir = flags.workdir;
+  if (!flags.model.empty()) request.model = flags.model;
+  ApplyPatchToolResult result = RunApplyPatchTool(global, CliCaller(global), request);
+  if (flags.json) {
+    std::printf("%s\n", result.json.c_str());
+  } else if (result.refused || result.internal) {
+    PrintError(result.error.message);
+  } else {
+    std::printf("%s\n", result.text.c_str());
+  }
+  return result.refused ? kExitRefused : result.internal ? kExitFailure : kExitOk;
+}
+
+}  // namespace sandrun::api
