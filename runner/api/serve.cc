@@ -22,6 +22,8 @@
 #include "runner/sessions/manager.h"
 #include "runner/sessions/process_request.h"
 #include "sandbox/base/json.h"
+#include "sandbox/docker/client.h"
+#include "sandbox/executors/docker_executor.h"
 #include "sandbox/executors/host_executor.h"
 
 namespace sandrun::api {
@@ -58,15 +60,19 @@ class EventHub {
   bool Next(const std::shared_ptr<Subscriber>& s, std::pair<std::string, std::string>* out,
             int ms) {
     std::unique_lock<std::mutex> lock(mu_);
-    if (!s->wake.wait_for(lock, std::chrono::milliseconds(ms), [&] { return !s->queue.empty(); })) {
+    if (!s->wake.wait_for(lock, std::chrono::milliseconds(ms),
+                          [&] { return closed_ || !s->queue.empty(); }) ||
+        s->queue.empty()) {
       return false;
     }
     *out = std::move(s->queue.front());
     s->queue.pop_front();
     return true;
   }
-  void WakeAll() {
+  // Ends every stream's wait (server shutdown).
+  void Close() {
     std::lock_guard<std::mutex> lock(mu_);
+    closed_ = true;
     for (auto& s : subscribers_) s->wake.notify_all();
   }
 
@@ -74,6 +80,7 @@ class EventHub {
   static constexpr size_t kMaxQueued = 1000;
   std::mutex mu_;
   std::list<std::shared_ptr<Subscriber>> subscribers_;
+  bool closed_ = false;
 };
 
 std::string Header(const HttpRequestInfo& r, const char* name, const std::string& fallback) {
@@ -103,6 +110,11 @@ int RunServeCommand(const GlobalOptions& global, const ServeOptions& options) {
     return kExitRefused;
   }
   for (const auto& w : cfg->warnings) PrintWarning(w);
+  // Before any call: concurrent first calls must find it, not race to create it.
+  if (auto instance = config::LoadOrCreateInstanceId(*state_dir); !instance) {
+    PrintError(instance.error().ToString());
+    return kExitFailure;
+  }
 
   // Signals go to one thread that stops the server; every other thread blocks them.
   sigset_t stop_signals;
@@ -135,7 +147,13 @@ int RunServeCommand(const GlobalOptions& global, const ServeOptions& options) {
   ExecServices services;
   services.sessions = &manager;
   services.host = std::make_shared<exec::HostExecutor>();
-  std::mutex services_mu;  // guards the lazily created docker executor
+  // Created once, before any call: sessions started by concurrent calls share it. (Making the
+  // client does not contact the engine; an unreachable engine fails each sandbox call closed.)
+  if (auto client = docker::Client::FromEnvironment(); client) {
+    services.docker = std::make_shared<exec::DockerExecutor>(std::move(client).value());
+  } else {
+    PrintWarning("sandbox calls will fail: " + client.error().ToString());
+  }
   std::atomic<uint64_t> requests{0}, refused{0};
 
   HttpServer server;
@@ -185,16 +203,8 @@ int RunServeCommand(const GlobalOptions& global, const ServeOptions& options) {
     caller.sender = UserName(r.peer_uid);
     caller.agent_id = g.agent;
     caller.session_key = g.session;
-    ExecServices call_services;
-    {
-      std::lock_guard<std::mutex> lock(services_mu);
-      call_services = services;
-    }
+    ExecServices call_services = services;  // shared executors, never replaced while serving
     ExecToolResult result = RunExecTool(g, caller, call.exec, nullptr, nullptr, &call_services);
-    if (call_services.docker && !services.docker) {
-      std::lock_guard<std::mutex> lock(services_mu);
-      if (!services.docker) services.docker = call_services.docker;
-    }
     if (result.refused) ++refused;
     int status = result.refused ? 400 : result.internal ? 500 : 200;
     return JsonReply(status, result.json);
@@ -249,7 +259,7 @@ int RunServeCommand(const GlobalOptions& global, const ServeOptions& options) {
       if (sig <= 0) continue;
       std::fprintf(stderr, "sandrun: %s: shutting down\n", sigabbrev_np(sig));
       server.Stop();
-      events.WakeAll();
+      events.Close();
       return;
     }
   });

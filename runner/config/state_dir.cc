@@ -79,7 +79,7 @@ Result<std::string> LoadOrCreateInstanceId(const std::string& state_dir) {
   }
   SANDRUN_RETURN_IF_ERROR(EnsureStateDir(state_dir));
   // Another process may have raced us: link() fails if the file appeared, and then theirs wins.
-  std::string tmp = path + ".new-" + std::to_string(::getpid());
+  std::string tmp = path + ".new-" + std::to_string(::getpid()) + "-" + id;
   SANDRUN_RETURN_IF_ERROR(WriteFileAtomic(tmp, id + "\n", 0600));
   int rc = ::link(tmp.c_str(), path.c_str());
   ::unlink(tmp.c_str());

@@ -107,9 +107,12 @@ Result<EnsuredContainer> DockerExecutor::CreateAndStart(const SandboxSpec& spec,
                        " not found, nothing was run. Build it first: sandrun image build " + tag);
     }
     if (e.code == ErrorCode::kConflict) {
-      // Another sandrun created it a moment ago: use theirs.
-      auto info = client_->InspectContainer(name);
-      if (info && info->state.running) return EnsuredContainer{name, info->id, false};
+      // Another sandrun process created it a moment ago: wait for theirs to be running.
+      for (int i = 0; i < 100; ++i) {
+        auto info = client_->InspectContainer(name);
+        if (info && info->state.running) return EnsuredContainer{name, info->id, false};
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
     }
     return SandboxUnavailable(std::move(e), "creating container " + name);
   }
@@ -142,6 +145,16 @@ Result<EnsuredContainer> DockerExecutor::CreateAndStart(const SandboxSpec& spec,
 Result<EnsuredContainer> DockerExecutor::EnsureContainer(const SandboxSpec& spec,
                                                          std::vector<std::string>* warnings) {
   std::string name = ContainerName(spec);
+  // Concurrent calls for one scope (a server with parallel execs) must not race to create,
+  // recreate or start the same container: one at a time per name in this process.
+  std::shared_ptr<std::mutex> name_mu;
+  {
+    std::lock_guard<std::mutex> lock(ensure_mu_);
+    auto& slot = ensure_locks_[name];
+    if (!slot) slot = std::make_shared<std::mutex>();
+    name_mu = slot;
+  }
+  std::lock_guard<std::mutex> name_lock(*name_mu);
   auto info = client_->InspectContainer(name);
   if (!info) {
     if (info.error().code != ErrorCode::kNotFound) {
@@ -331,11 +344,13 @@ Result<ExecOutcome> DockerExecutor::Run(const Plan& plan, const LiveSink& live,
 // delivers output while the owner writes stdin, resizes the TTY or kills the exec's tree.
 class DockerRunningProcess final : public RunningProcess {
  public:
-  DockerRunningProcess(DockerExecutor* executor, std::shared_ptr<docker::Client> client, Plan plan,
+  DockerRunningProcess(std::shared_ptr<DockerExecutor> keep_alive, DockerExecutor* executor,
+                       std::shared_ptr<docker::Client> client, Plan plan,
                        DockerExecutor::CreatedExec created,
                        std::unique_ptr<docker::ExecStream> stream, LiveSink sink,
                        std::vector<std::string> warnings, int64_t pid)
-      : executor_(executor),
+      : keep_alive_(std::move(keep_alive)),
+        executor_(executor),
         client_(std::move(client)),
         plan_(std::move(plan)),
         created_(std::move(created)),
@@ -398,6 +413,7 @@ class DockerRunningProcess final : public RunningProcess {
   }
 
  private:
+  std::shared_ptr<DockerExecutor> keep_alive_;  // null when the executor is not shared-owned
   DockerExecutor* executor_;
   std::shared_ptr<docker::Client> client_;
   Plan plan_;
@@ -425,8 +441,8 @@ Result<std::unique_ptr<RunningProcess>> DockerExecutor::Start(const Plan& plan, 
   int64_t pid = 0;
   if (auto info = client_->InspectExec(created.exec_id); info) pid = info->pid;
   return std::unique_ptr<RunningProcess>(std::make_unique<DockerRunningProcess>(
-      this, client_, plan, std::move(created), std::move(stream).value(), std::move(sink),
-      std::move(warnings), pid));
+      weak_from_this().lock(), this, client_, plan, std::move(created), std::move(stream).value(),
+      std::move(sink), std::move(warnings), pid));
 }
 
 Result<std::vector<std::string>> DockerExecutor::Prune(const std::string& instance_id,

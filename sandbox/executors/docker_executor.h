@@ -8,7 +8,9 @@
 //   SANDRUN_ASSIGN_OR_RETURN(ExecOutcome out, executor.Run(plan, live, &cancel));
 #pragma once
 
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -40,14 +42,14 @@ struct EnsuredContainer {
   bool created = false;
 };
 
-class DockerExecutor final : public Executor {
+class DockerExecutor final : public Executor, public std::enable_shared_from_this<DockerExecutor> {
  public:
   explicit DockerExecutor(std::shared_ptr<docker::Client> client);
 
   Result<ExecOutcome> Run(const Plan& plan, const LiveSink& live,
                           const CancelToken* cancel) override;
-  // In the background over a hijacked stream (stdin open, TTY when plan.pty). The executor must
-  // outlive the process.
+  // In the background over a hijacked stream (stdin open, TTY when plan.pty). The process keeps
+  // the executor alive when it is owned by a shared_ptr; otherwise it must outlive the process.
   Result<std::unique_ptr<RunningProcess>> Start(const Plan& plan, LiveSink sink) override;
 
   // Finds the scope's container, (re)creating and starting it as needed. Warnings (e.g. a config
@@ -82,6 +84,8 @@ class DockerExecutor final : public Executor {
   Status KillExecTree(const std::string& exec_id, int64_t grace_ms);
 
   std::shared_ptr<docker::Client> client_;
+  std::mutex ensure_mu_;                                             // guards ensure_locks_
+  std::map<std::string, std::shared_ptr<std::mutex>> ensure_locks_;  // per container name
 };
 
 }  // namespace sandrun::exec

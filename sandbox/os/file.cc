@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <filesystem>
 #include <system_error>
@@ -55,7 +56,10 @@ Result<std::vector<std::string>> ListFilesRecursive(const std::string& dir) {
 
 Status WriteFileAtomic(const std::string& path, std::string_view content, unsigned mode,
                        bool durable) {
-  std::string tmp = path + ".tmp-" + std::to_string(::getpid());
+  // Unique per process and per call: threads of one process write concurrently too.
+  static std::atomic<uint64_t> counter{0};
+  std::string tmp =
+      path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter.fetch_add(1));
   UniqueFd fd(
       ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, static_cast<mode_t>(mode)));
   if (!fd.valid()) return Error::FromErrno(errno, "cannot create " + tmp);
