@@ -360,7 +360,7 @@ void ConfigureEndpoint(CURL* h, const Endpoint& ep, const TransportOptions& opti
   Curl().easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
   Curl().easy_setopt(h, CURLOPT_ERRORBUFFER, error_buffer);
   Curl().easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
-                   static_cast<long>(options.connect_timeout.count()));
+                     static_cast<long>(options.connect_timeout.count()));
   if (ep.kind == Endpoint::Kind::kUnix) {
     Curl().easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, ep.socket_path.c_str());
   } else if (ep.tls) {
@@ -441,12 +441,13 @@ Result<HttpResponse> CurlTransport::Send(const HttpRequest& request, const BodyS
       Curl().easy_setopt(h, CURLOPT_POST, 1L);
       Curl().easy_setopt(h, CURLOPT_READFUNCTION, OnRead);
       Curl().easy_setopt(h, CURLOPT_READDATA, &t);
-      Curl().easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body_size));
+      Curl().easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE,
+                         static_cast<curl_off_t>(request.body_size));
       if (request.body_size < 0) add_header("Transfer-Encoding: chunked");
     } else {
       Curl().easy_setopt(h, CURLOPT_POSTFIELDS, request.body.c_str());
       Curl().easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE,
-                       static_cast<curl_off_t>(request.body.size()));
+                         static_cast<curl_off_t>(request.body.size()));
     }
     if (request.method == "PUT") Curl().easy_setopt(h, CURLOPT_CUSTOMREQUEST, "PUT");
   } else if (request.method == "HEAD") {

@@ -23,7 +23,7 @@ class RunningProcess {
   // Host pid of the process (gateway), or the exec's pid as the engine reports it; 0 if unknown.
   virtual int64_t pid() const = 0;
   virtual Status WriteStdin(std::string_view data) = 0;
-  virtual Status CloseStdin() = 0;  // the process reads EOF
+  virtual Status CloseStdin() = 0;                          // the process reads EOF
   virtual Status Resize(unsigned rows, unsigned cols) = 0;  // PTY only
   // Signals the whole process tree (group on the host, every descendant in the container).
   virtual Status Kill(int signal) = 0;
