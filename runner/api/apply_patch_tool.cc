@@ -144,6 +144,7 @@ ApplyPatchToolResult RunApplyPatchTool(const GlobalOptions& global, const policy
   options.workdir = target->workdir;
   options.workspace_only = target->workspace_only;
   options.alias_root = target->alias_root;
+  if (target->sandboxed) options.fence = "the sandbox sees only " + target->alias_root;
   auto applied = patch::ApplyPatch(*parsed, options);
   if (!applied) return FromApplyError(applied.error());
 

@@ -1,5 +1,6 @@
 // Tool-call JSON in and result JSON out (SPEC §2.1): parsing and validating `{"tool":"exec",...}`
-// into an ExecRequest, and rendering outcomes in OpenClaw's shapes.
+// into an ExecRequest (and `{"tool":"apply_patch",...}` into an ApplyPatchRequest), and rendering
+// outcomes in OpenClaw's shapes.
 //
 // Pattern of use:
 //   auto call = ParseToolCall(text);

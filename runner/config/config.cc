@@ -555,12 +555,12 @@ class Loader {
                               });
              }},
             {"applyPatch",
-             [this](const Value& x, const std::string& p) {
+             [this, e](const Value& x, const std::string& p) {
                return Members(x, p,
                               {
-                                  CheckBool("enabled"),
-                                  CheckBool("workspaceOnly"),
-                                  CheckStrings("allowModels"),
+                                  Flag("enabled", &e->apply_patch.enabled),
+                                  Flag("workspaceOnly", &e->apply_patch.workspace_only),
+                                  List("allowModels", &e->apply_patch.allow_models, Rule::kTrimmed),
                               });
              }},
         });

@@ -61,6 +61,13 @@ struct ElevatedSettings {  // tools.elevated.*
   std::string host_profile;           // hostProfile ("" = tools.exec.hostProfile)
 };
 
+struct ApplyPatchSettings {               // tools.exec.applyPatch.*
+  bool enabled = true;                    // enabled
+  bool workspace_only = true;             // workspaceOnly: paths stay inside the workspace
+  std::vector<std::string> allow_models;  // allowModels ([] = every model): "gpt-5.4" or
+                                          // "openai/gpt-5.4"
+};
+
 struct ExecSettings {                         // tools.exec.*
   std::string host = "auto";                  // host: auto | sandbox | gateway | node
   std::optional<ExecMode> mode;               // mode
@@ -78,6 +85,7 @@ struct ExecSettings {                         // tools.exec.*
   std::string node;                           // node
   std::string host_profile = "default";       // hostProfile
   std::string host_user;                      // hostUser
+  ApplyPatchSettings apply_patch;             // applyPatch
 };
 
 struct ToolPolicy {  // tools.allow / tools.deny
