@@ -12,11 +12,18 @@ engine_answers() {
   curl -fsS --max-time 2 --unix-socket "$DOCKER_SOCK" http://localhost/_ping >/dev/null 2>&1
 }
 
-# Containers the test suite creates carry the label sandrun.test=1.
+# Containers the test suite creates: label sandrun.test=1 (client tests), or sandbox containers
+# whose state dir (label sandrun.stateDir) is one of the e2e tests' /tmp/sandrun-e2e-* homes.
 list_test_containers() {
   curl -fsS --max-time 10 --unix-socket "$DOCKER_SOCK" \
     'http://localhost/containers/json?all=1&filters=%7B%22label%22%3A%5B%22sandrun.test%3D1%22%5D%7D' \
     | grep -o '"Id":"[0-9a-f]*"' | cut -d'"' -f4 || true
+  curl -fsS --max-time 10 --unix-socket "$DOCKER_SOCK" \
+    'http://localhost/containers/json?all=1&filters=%7B%22label%22%3A%5B%22sandrun.sandbox%3D1%22%5D%7D' \
+    | python3 -c 'import json, sys
+for c in json.load(sys.stdin):
+    if (c.get("Labels") or {}).get("sandrun.stateDir", "").startswith("/tmp/sandrun-e2e-"):
+        print(c["Id"])' || true
 }
 
 remove_test_containers() {

@@ -48,8 +48,10 @@ docker::ContainerSpec BuildContainerSpec(const SandboxSpec& spec, int64_t create
   c.image = spec.image;
   c.cmd = {"sleep", "infinity"};
   for (const auto& [k, v] : spec.container_env) c.env.push_back(k + "=" + v);
-  c.labels = {
-      {kSandboxLabel, "1"}, {kInstanceLabel, spec.instance_id}, {kScopeLabel, spec.scope_key}};
+  c.labels = {{kSandboxLabel, "1"},
+              {kInstanceLabel, spec.instance_id},
+              {kScopeLabel, spec.scope_key},
+              {kStateDirLabel, spec.state_dir}};
   if (created_at_ms > 0) c.labels[kCreatedAtLabel] = std::to_string(created_at_ms);
   c.working_dir = spec.workdir;
   c.user = spec.user;

@@ -1,0 +1,285 @@
+#include "runner/sessions/manager.h"
+
+#include <fcntl.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+#include <sys/file.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <filesystem>
+
+#include "runner/sessions/internal.h"
+#include "runner/sessions/session_id.h"
+#include "sandbox/os/file.h"
+
+namespace sandrun::sessions {
+namespace {
+
+constexpr int64_t kMinCleanupMs = 60 * 1000;  // OpenClaw's TTL clamp
+constexpr int64_t kMaxCleanupMs = 3 * 60 * 60 * 1000;
+constexpr int64_t kMinSweepIntervalMs = 30 * 1000;
+constexpr int64_t kShutdownKillWaitMs = 5000;
+
+int64_t SystemNowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Sessions a shutdown released: they must outlive everything (their processes keep running and
+// keep calling into them until the server process exits), so they are never destroyed.
+std::vector<std::shared_ptr<Session>>& Released() {
+  static auto* released = new std::vector<std::shared_ptr<Session>>();
+  return *released;
+}
+std::mutex& ReleasedMutex() {
+  static auto* mu = new std::mutex();
+  return *mu;
+}
+
+}  // namespace
+
+void internal::Hub::Emit(const Event& event) {
+  std::lock_guard<std::mutex> lock(events_mu);
+  if (events) events(event);
+}
+
+const char* Event::TypeName(Type type) {
+  switch (type) {
+    case Type::kSessionStarted:
+      return "session.started";
+    case Type::kExecFinished:
+      return "exec.finished";
+    case Type::kExecFailed:
+      return "exec.failed";
+  }
+  return "session.started";
+}
+
+std::string Event::ToJson() const {
+  rapidjson::StringBuffer buffer;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
+  auto str = [&](std::string_view s) {
+    w.String(s.data(), static_cast<rapidjson::SizeType>(s.size()));
+  };
+  w.StartObject();
+  w.Key("type");
+  w.String(TypeName(type));
+  w.Key("sessionId");
+  str(session_id);
+  w.Key("tenant");
+  str(scope.tenant);
+  w.Key("agentId");
+  str(scope.agent_id);
+  w.Key("sessionKey");
+  str(scope.session_key);
+  w.Key("text");
+  str(text);
+  w.Key("atMs");
+  w.Int64(at_ms);
+  w.EndObject();
+  return std::string(buffer.GetString(), buffer.GetSize());
+}
+
+SessionManager::SessionManager(Options options) : hub_(std::make_shared<internal::Hub>()) {
+  if (!options.now_ms) options.now_ms = SystemNowMs;
+  options.cleanup_ms = std::clamp(options.cleanup_ms, kMinCleanupMs, kMaxCleanupMs);
+  if (options.max_output_chars == 0) options.max_output_chars = 1;
+  hub_->root = (options.state_dir.empty() ? std::string(".") : options.state_dir) + "/sessions";
+  hub_->options = std::move(options);
+  if (hub_->options.sweeper_thread) sweeper_ = std::thread([this] { SweeperLoop(); });
+}
+
+SessionManager::~SessionManager() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_sweeper_ = true;
+  }
+  sweep_cv_.notify_all();
+  if (sweeper_.joinable()) sweeper_.join();
+  SetEventSink(nullptr);
+  std::map<std::string, std::shared_ptr<Session>> sessions;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    sessions.swap(sessions_);
+  }
+  sessions.clear();  // running ones are killed by their destructors (unless released)
+}
+
+void SessionManager::SweeperLoop() {
+  int64_t interval = std::max(kMinSweepIntervalMs, hub_->options.cleanup_ms / 6);
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stop_sweeper_) {
+    sweep_cv_.wait_for(lock, std::chrono::milliseconds(interval), [this] { return stop_sweeper_; });
+    if (stop_sweeper_) break;
+    lock.unlock();
+    Sweep();
+    lock.lock();
+  }
+}
+
+Result<RecoveryReport> SessionManager::Recover() {
+  RecoveryReport report;
+  SANDRUN_RETURN_IF_ERROR(EnsureDirectory(hub_->root, 0700));
+  if (!owner_lock_.valid()) {
+    std::string path = hub_->root + "/.lock";
+    UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+    if (!fd.valid()) return Error::FromErrno(errno, "opening " + path);
+    while (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
+      if (errno == EINTR) continue;
+      if (errno == EWOULDBLOCK) {
+        return Error(ErrorCode::kConflict,
+                     "another process (a running sandrun server?) owns " + hub_->root);
+      }
+      return Error::FromErrno(errno, "locking " + path);
+    }
+    owner_lock_ = std::move(fd);
+  }
+  std::error_code ec;
+  std::vector<std::string> ids;
+  for (const auto& entry : std::filesystem::directory_iterator(hub_->root, ec)) {
+    std::error_code type_ec;
+    if (entry.is_directory(type_ec)) ids.push_back(entry.path().filename().string());
+  }
+  if (ec) return Error(ErrorCode::kIo, "reading " + hub_->root + ": " + ec.message());
+  std::sort(ids.begin(), ids.end());
+  for (const auto& id : ids) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (sessions_.count(id) != 0) continue;
+    }
+    auto loaded = Session::Load(id, hub_);
+    if (!loaded) {
+      report.warnings.push_back(loaded.error().ToString());
+      continue;
+    }
+    auto [session, kind] = std::move(loaded).value();
+    if (kind == Session::LoadKind::kDrop) {
+      session->DeleteFiles();
+      ++report.dropped;
+      continue;
+    }
+    (kind == Session::LoadKind::kLost ? report.lost : report.finished)++;
+    std::lock_guard<std::mutex> lock(mu_);
+    sessions_[id] = std::move(session);
+  }
+  return report;
+}
+
+bool SessionManager::IdTaken(const std::string& id) const {
+  if (sessions_.count(id) != 0) return true;
+  std::error_code ec;
+  return std::filesystem::exists(hub_->root + "/" + id, ec);
+}
+
+Result<std::shared_ptr<Session>> SessionManager::Begin(SessionMeta meta) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (shut_down_) return Error(ErrorCode::kConflict, "the session manager is shutting down");
+  std::string id =
+      CreateSessionId([this](const std::string& candidate) { return IdTaken(candidate); });
+  auto session = std::make_shared<Session>(id, std::move(meta), hub_);
+  sessions_[id] = session;
+  return session;
+}
+
+void SessionManager::Remove(const std::string& id) {
+  std::shared_ptr<Session> session;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = sessions_.find(id);
+    if (it == sessions_.end()) return;
+    session = std::move(it->second);
+    sessions_.erase(it);
+  }
+  (void)session->Kill();
+  session->DeleteFiles();
+}
+
+void SessionManager::Discard(const std::string& id) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = sessions_.find(id);
+    if (it == sessions_.end() || it->second->backgrounded()) return;
+  }
+  Remove(id);
+}
+
+void SessionManager::SetEventSink(std::function<void(const Event&)> sink) {
+  std::lock_guard<std::mutex> lock(hub_->events_mu);
+  hub_->events = std::move(sink);
+}
+
+void SessionManager::Sweep() {
+  int64_t now = hub_->Now();
+  std::vector<std::string> expired;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [id, session] : sessions_) {
+      std::lock_guard<std::mutex> session_lock(session->mu_);
+      if (session->finished_ && now - session->ended_at_ms_ > hub_->options.cleanup_ms) {
+        expired.push_back(id);
+      }
+    }
+  }
+  for (const auto& id : expired) Remove(id);
+}
+
+void SessionManager::Shutdown(bool kill_host_processes) {
+  std::vector<std::shared_ptr<Session>> running;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    shut_down_ = true;
+    for (const auto& [id, session] : sessions_) {
+      if (!session->finished()) running.push_back(session);
+    }
+  }
+  std::vector<std::shared_ptr<Session>> killed;
+  std::vector<std::shared_ptr<Session>> released;
+  for (auto& session : running) {
+    // A run still inside its yield window belongs to a foreground call that is going away.
+    bool kill =
+        !session->backgrounded() || (kill_host_processes && session->meta().host == "gateway");
+    if (kill && session->has_process()) {
+      (void)session->Kill(/*wait_ms=*/0);
+      killed.push_back(session);
+    } else {
+      released.push_back(session);
+    }
+  }
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kShutdownKillWaitMs);
+  for (auto& session : killed) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    deadline - std::chrono::steady_clock::now())
+                    .count();
+    (void)session->WaitFor(std::max<int64_t>(left, 1));
+  }
+  if (!released.empty()) {
+    std::lock_guard<std::mutex> lock(ReleasedMutex());
+    for (auto& session : released) Released().push_back(std::move(session));
+  }
+}
+
+std::shared_ptr<Session> SessionManager::Find(const std::string& id, const Scope& scope) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = sessions_.find(id);
+  if (it == sessions_.end() || !(it->second->meta().scope == scope)) return nullptr;
+  return it->second;
+}
+
+std::vector<std::shared_ptr<Session>> SessionManager::Visible(const Scope& scope) const {
+  std::vector<std::shared_ptr<Session>> out;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [id, session] : sessions_) {
+    if (session->meta().scope == scope) out.push_back(session);
+  }
+  return out;
+}
+
+size_t SessionManager::size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return sessions_.size();
+}
+
+}  // namespace sandrun::sessions

@@ -1,0 +1,180 @@
+#include "runner/sessions/process_request.h"
+
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include <cmath>
+
+#include "runner/sessions/session.h"
+#include "sandbox/base/json.h"
+
+namespace sandrun::sessions {
+namespace {
+
+using Writer = rapidjson::Writer<rapidjson::StringBuffer>;
+
+ProcessError Invalid(std::string message) {
+  return ProcessError{"invalid-request", std::move(message)};
+}
+
+const char* TypeName(const rapidjson::Value& v) {
+  if (v.IsNull()) return "null";
+  if (v.IsBool()) return "boolean";
+  if (v.IsNumber()) return "number";
+  if (v.IsString()) return "string";
+  if (v.IsArray()) return "array";
+  return "object";
+}
+
+std::string Str(const rapidjson::Value& v) {
+  return std::string(v.GetString(), v.GetStringLength());
+}
+
+void WriteStr(Writer& w, std::string_view s) {
+  w.String(s.data(), static_cast<rapidjson::SizeType>(s.size()));
+}
+
+ProcessError WrongType(const std::string& key, const char* want, const rapidjson::Value& v) {
+  return Invalid("process parameter \"" + key + "\" must be " + want + ", got " + TypeName(v));
+}
+
+// A JSON number as an int64 (floored, saturated).
+int64_t ToInt64(const rapidjson::Value& v) {
+  if (v.IsInt64()) return v.GetInt64();
+  if (v.IsUint64()) return INT64_MAX;
+  double d = std::floor(v.GetDouble());
+  if (d >= 9.2e18) return INT64_MAX;
+  if (d <= -9.2e18) return INT64_MIN;
+  return static_cast<int64_t>(d);
+}
+
+std::optional<ProcessError> ReadStrings(const std::string& key, const rapidjson::Value& v,
+                                        std::vector<std::string>& out) {
+  if (!v.IsArray()) return WrongType(key, "an array of strings", v);
+  for (const auto& item : v.GetArray()) {
+    if (!item.IsString()) {
+      return Invalid("process parameter \"" + key + "\" must be an array of strings, got an " +
+                     "array with a " + TypeName(item));
+    }
+    out.push_back(Str(item));
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::variant<ProcessRequest, ProcessError> ParseProcessRequest(const rapidjson::Value& call) {
+  if (!call.IsObject()) return Invalid("a tool call is a JSON object");
+  ProcessRequest req;
+  const auto* action = JsonMember(call, "action");
+  if (action == nullptr || action->IsNull()) {
+    return Invalid(
+        "process parameter \"action\" is required (list, poll, log, write, send-keys, submit, "
+        "paste, kill, clear, remove)");
+  }
+  if (!action->IsString()) return WrongType("action", "a string", *action);
+  req.action = Str(*action);
+  for (const auto& m : call.GetObject()) {
+    std::string key = Str(m.name);
+    const auto& v = m.value;
+    if (v.IsNull() || key == "tool" || key == "action") continue;
+    if (key == "sessionId" || key == "data" || key == "literal" || key == "text") {
+      if (!v.IsString()) return WrongType(key, "a string", v);
+      (key == "sessionId" ? req.session_id
+       : key == "data"    ? req.data
+       : key == "literal" ? req.literal
+                          : req.text) = Str(v);
+    } else if (key == "eof" || key == "bracketed") {
+      if (!v.IsBool()) return WrongType(key, "a boolean", v);
+      if (key == "eof") {
+        req.eof = v.GetBool();
+      } else {
+        req.bracketed = v.GetBool();
+      }
+    } else if (key == "keys" || key == "hex") {
+      if (auto e = ReadStrings(key, v, key == "keys" ? req.keys : req.hex)) return *e;
+    } else if (key == "offset" || key == "limit" || key == "timeout") {
+      if (!v.IsNumber()) return WrongType(key, "a number", v);
+      int64_t n = ToInt64(v);
+      if (n < 0) return Invalid("process parameter \"" + key + "\" must be >= 0");
+      (key == "offset" ? req.offset : key == "limit" ? req.limit : req.timeout_ms) = n;
+    }
+    // Other members are ignored, as OpenClaw's schema does.
+  }
+  return req;
+}
+
+std::variant<ProcessRequest, ProcessError> ParseProcessRequest(std::string_view json) {
+  JsonParseOptions options;
+  options.source_name = "tool call";
+  auto doc = ParseJson(json, options);
+  if (!doc) return ProcessError{"invalid-json", doc.error().message};
+  return ParseProcessRequest(*doc);
+}
+
+std::string RenderProcessError(const ProcessError& error) {
+  rapidjson::StringBuffer buffer;
+  Writer w(buffer);
+  w.StartObject();
+  w.Key("error");
+  w.StartObject();
+  w.Key("code");
+  WriteStr(w, error.code);
+  w.Key("message");
+  WriteStr(w, error.message);
+  w.EndObject();
+  w.EndObject();
+  return std::string(buffer.GetString(), buffer.GetSize());
+}
+
+std::string RenderRunning(const Session& session, const std::vector<std::string>& warnings) {
+  int64_t pid = session.pid();
+  std::string text = "Command still running (session " + session.id() + ", pid " +
+                     (pid > 0 ? std::to_string(pid) : "n/a") +
+                     "). Use process (list/poll/log/write/kill/clear/remove) for follow-up.";
+  if (!warnings.empty()) {
+    std::string joined;
+    for (const auto& line : warnings) joined += (joined.empty() ? "" : "\n") + line;
+    text = joined + "\n\n" + text;
+  }
+  std::string tail = session.Tail();
+  rapidjson::StringBuffer buffer;
+  Writer w(buffer);
+  w.StartObject();
+  w.Key("content");
+  w.StartArray();
+  w.StartObject();
+  w.Key("type");
+  w.String("text");
+  w.Key("text");
+  WriteStr(w, text);
+  w.EndObject();
+  w.EndArray();
+  w.Key("details");
+  w.StartObject();
+  w.Key("status");
+  w.String("running");
+  w.Key("sessionId");
+  WriteStr(w, session.id());
+  if (pid > 0) {
+    w.Key("pid");
+    w.Int64(pid);
+  }
+  w.Key("startedAt");
+  w.Int64(session.started_at_ms());
+  if (!session.meta().cwd.empty()) {
+    w.Key("cwd");
+    WriteStr(w, session.meta().cwd);
+  }
+  if (!tail.empty()) {
+    w.Key("tail");
+    WriteStr(w, tail);
+  }
+  w.Key("host");
+  WriteStr(w, session.meta().host);
+  w.EndObject();
+  w.EndObject();
+  return std::string(buffer.GetString(), buffer.GetSize());
+}
+
+}  // namespace sandrun::sessions

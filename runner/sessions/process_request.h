@@ -1,0 +1,68 @@
+// The `process` tool call: parameters (OpenClaw's schema, types validated), refusals, and the
+// exec tool's `running` result.
+//
+// Pattern of use:
+//   auto parsed = ParseProcessRequest(doc);   // doc = {"tool":"process","action":"poll",...}
+//   if (auto* e = std::get_if<ProcessError>(&parsed)) return RenderProcessError(*e);  // exit 2
+//   ProcessResult r = manager.Process(std::get<ProcessRequest>(parsed), scope);
+#pragma once
+
+#include <rapidjson/document.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace sandrun::sessions {
+
+class Session;
+
+struct ProcessRequest {
+  std::string action;  // list poll log write send-keys submit paste kill clear remove
+  std::optional<std::string> session_id;
+  std::optional<std::string> data;  // write
+  bool eof = false;                 // write: close stdin afterwards
+  std::vector<std::string> keys;    // send-keys
+  std::vector<std::string> hex;     // send-keys
+  std::optional<std::string> literal;
+  std::optional<std::string> text;    // paste
+  std::optional<bool> bracketed;      // paste (default true)
+  std::optional<int64_t> offset;      // log
+  std::optional<int64_t> limit;       // log
+  std::optional<int64_t> timeout_ms;  // poll: wait up to this long (clamped to [0, 120000])
+};
+
+// A refusal: nothing happened. Rendered {"error":{"code","message"}}; the CLI exits 2.
+// Codes: invalid-json, invalid-request (types, missing sessionId, no key data, ...),
+// unknown-action, session-not-found, session-state (not backgrounded, stdin not writable,
+// cursor key mode unknown).
+struct ProcessError {
+  std::string code;
+  std::string message;  // OpenClaw's text where it has one
+};
+
+// The result of Process(): one JSON object, either a tool result
+// {"content":[{"type":"text","text":...}],"details":{...}} or a refusal {"error":{...}}.
+struct ProcessResult {
+  std::string json;
+  bool refused = false;  // json is {"error":...} (CLI exit 2)
+};
+
+// Reads a process tool call object (the "tool" member is ignored, unknown members too; null
+// means "not given"). Wrong types are invalid-request errors naming the parameter.
+std::variant<ProcessRequest, ProcessError> ParseProcessRequest(const rapidjson::Value& call);
+// The same from JSON text (invalid-json when it does not parse).
+std::variant<ProcessRequest, ProcessError> ParseProcessRequest(std::string_view json);
+
+std::string RenderProcessError(const ProcessError& error);
+
+// The exec tool's `running` result for a backgrounded session: text
+// "Command still running (session <id>, pid <pid|n/a>). Use process (list/poll/log/write/kill/
+// clear/remove) for follow-up." (warnings first, then a blank line), details {status:"running",
+// sessionId, pid?, startedAt, cwd?, tail?, host}.
+std::string RenderRunning(const Session& session, const std::vector<std::string>& warnings);
+
+}  // namespace sandrun::sessions
