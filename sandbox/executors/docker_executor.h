@@ -24,6 +24,8 @@ inline constexpr char kSandboxLabel[] = "sandrun.sandbox";
 inline constexpr char kInstanceLabel[] = "sandrun.instance";
 inline constexpr char kScopeLabel[] = "sandrun.scope";
 inline constexpr char kConfigHashLabel[] = "sandrun.configHash";
+// Which state dir owns the container (operators, and the test suite's leak check).
+inline constexpr char kStateDirLabel[] = "sandrun.stateDir";
 inline constexpr char kCreatedAtLabel[] = "sandrun.createdAtMs";
 // The script prefix that puts SANDRUN_PREPEND_PATH first after the login profile reset PATH.
 inline constexpr char kPathPrefix[] =
