@@ -13,6 +13,7 @@
 #include <thread>
 #include <variant>
 
+#include "runner/api/apply_patch_tool.h"
 #include "runner/api/exec_tool.h"
 #include "runner/api/http_server.h"
 #include "runner/api/server_client.h"
@@ -86,6 +87,16 @@ class EventHub {
 std::string Header(const HttpRequestInfo& r, const char* name, const std::string& fallback) {
   auto it = r.headers.find(name);
   return it == r.headers.end() || it->second.empty() ? fallback : it->second;
+}
+
+// The server's callers: provider "api", the client's user name (SO_PEERCRED) as sender.
+policy::Caller ApiCaller(const HttpRequestInfo& r, const GlobalOptions& g) {
+  policy::Caller caller;
+  caller.provider = "api";
+  caller.sender = UserName(r.peer_uid);
+  caller.agent_id = g.agent;
+  caller.session_key = g.session;
+  return caller;
 }
 
 HttpReply ErrorReply(int status, const std::string& code, const std::string& message) {
@@ -198,16 +209,31 @@ int RunServeCommand(const GlobalOptions& global, const ServeOptions& options) {
       return ErrorReply(400, "invalid-request", "POST /v1/tools/exec takes exec tool calls");
     }
     GlobalOptions g = request_global(r);
-    policy::Caller caller;
-    caller.provider = "api";
-    caller.sender = UserName(r.peer_uid);
-    caller.agent_id = g.agent;
-    caller.session_key = g.session;
+    policy::Caller caller = ApiCaller(r, g);
     ExecServices call_services = services;  // shared executors, never replaced while serving
     ExecToolResult result = RunExecTool(g, caller, call.exec, nullptr, nullptr, &call_services);
     if (result.refused) ++refused;
     int status = result.refused ? 400 : result.internal ? 500 : 200;
     return JsonReply(status, result.json);
+  });
+
+  server.Route("POST", "/v1/tools/apply_patch", [&](const HttpRequestInfo& r) {
+    ++requests;
+    auto parsed = ParseToolCall(r.body);
+    if (auto* error = std::get_if<ToolError>(&parsed)) {
+      ++refused;
+      return JsonReply(400, RenderError(*error));
+    }
+    const ToolCall& call = std::get<ToolCall>(parsed);
+    if (call.tool != "apply_patch") {
+      ++refused;
+      return ErrorReply(400, "invalid-request",
+                        "POST /v1/tools/apply_patch takes apply_patch tool calls");
+    }
+    GlobalOptions g = request_global(r);
+    ApplyPatchToolResult result = RunApplyPatchTool(g, ApiCaller(r, g), call.apply_patch);
+    if (result.refused) ++refused;
+    return JsonReply(result.refused ? 400 : result.internal ? 500 : 200, result.json);
   });
 
   server.Route("POST", "/v1/tools/process", [&](const HttpRequestInfo& r) {
