@@ -20,6 +20,7 @@
 #include "sandbox/executors/docker_executor.h"
 #include "sandbox/executors/host_executor.h"
 #include "sandbox/executors/login_path.h"
+#include "sandbox/harden/container_preset.h"
 #include "sandbox/harden/seccomp_profile.h"
 
 extern char** environ;
@@ -129,6 +130,13 @@ ExecToolResult RunExecTool(const GlobalOptions& global, const policy::Caller& ca
           "sandbox unavailable (seccomp profile), nothing was run: " + profile.error().ToString());
     }
     ctx.seccomp_profile_json = *profile;
+    auto preset = harden::LoadContainerPreset(harden::DefaultProfilesDir(), "default");
+    if (!preset) {
+      return Refused(
+          "sandbox-unavailable",
+          "sandbox unavailable (container preset), nothing was run: " + preset.error().ToString());
+    }
+    ctx.tmpfs_options = preset->tmpfs;
   }
   auto gated = policy::BuildPlan(decision, request, ctx);
   if (!gated) return Refused(gated.error().code, gated.error().message);

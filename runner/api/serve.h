@@ -16,7 +16,7 @@
 namespace sandrun::api {
 
 struct ServeOptions {
-  std::string socket;  // "" = $SANDRUN_HOME/sandrun.sock (or --server)
+  std::string socket;                // "" = $SANDRUN_HOME/sandrun.sock (or --server)
   bool keep_host_processes = false;  // on shutdown, leave gateway sessions running
 };
 

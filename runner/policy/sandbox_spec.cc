@@ -55,6 +55,9 @@ constexpr std::string_view kBlockedHostPaths[] = {
 constexpr std::string_view kBlockedHomeDirs[] = {
     ".aws", ".cargo", ".config", ".docker", ".gnupg", ".netrc", ".npm", ".ssh",
 };
+constexpr std::string_view kRuntimeSockets[] = {
+    "containerd.sock", "podman.sock", "crio.sock", "cri-dockerd.sock", "buildkitd.sock",
+};
 constexpr std::string_view kBindModeOptions[] = {
     "ro",      "rw",     "z",        "Z",      "shared",     "slave",  "private",
     "rshared", "rslave", "rprivate", "nocopy", "consistent", "cached", "delegated",
@@ -185,6 +188,14 @@ GateResult<std::string> ValidateBind(const std::string& bind, const std::string&
     if (Lower(component) == "docker.sock") {
       return ConfigError(where + "the source \"" + src +
                          "\" is a Docker socket (control of the engine is control of the host).");
+    }
+    // The other container engines' API sockets give the same control of the host.
+    for (std::string_view runtime : kRuntimeSockets) {
+      if (Lower(component) == runtime) {
+        return ConfigError(where + "the source \"" + src +
+                           "\" is a container runtime socket (control of the runtime is control "
+                           "of the host).");
+      }
     }
   }
   if (parts[1][0] != '/') return ConfigError(where + "the target must be an absolute path.");

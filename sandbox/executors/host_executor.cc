@@ -16,6 +16,8 @@
 #include <vector>
 
 #include "sandbox/executors/login_path.h"
+#include "sandbox/harden/host_hardening.h"
+#include "sandbox/harden/profile_file.h"
 #include "sandbox/os/pty.h"
 
 namespace sandrun::exec {
@@ -220,8 +222,9 @@ Result<ExecOutcome> Pump(Subprocess& proc, std::vector<OutputStream> streams,
 // writes stdin, resizes the PTY or kills the group.
 class HostRunningProcess final : public RunningProcess {
  public:
-  HostRunningProcess(Subprocess proc, bool pty, RunLimits limits, LiveSink sink, std::string cwd)
-      : proc_(std::move(proc)), pty_(pty), cwd_(std::move(cwd)) {
+  HostRunningProcess(Subprocess proc, bool pty, RunLimits limits, LiveSink sink, std::string cwd,
+                     std::vector<std::string> warnings)
+      : proc_(std::move(proc)), pty_(pty), cwd_(std::move(cwd)), warnings_(std::move(warnings)) {
     pid_ = proc_.pid();
     std::vector<OutputStream> streams = TakeOutputs(proc_, pty_);
     if (pty_) {
@@ -243,6 +246,7 @@ class HostRunningProcess final : public RunningProcess {
           }
           outcome_.cwd = cwd_;
           outcome_.where = "host";
+          outcome_.warnings.insert(outcome_.warnings.begin(), warnings_.begin(), warnings_.end());
           finished_ = true;
           done_.notify_all();
         });
@@ -315,6 +319,7 @@ class HostRunningProcess final : public RunningProcess {
   Subprocess proc_;
   bool pty_;
   std::string cwd_;
+  std::vector<std::string> warnings_;  // the host profile's, put first in the outcome
   int64_t pid_ = 0;
   UniqueFd stdin_;
   std::mutex stdin_mu_;
@@ -331,9 +336,13 @@ class HostRunningProcess final : public RunningProcess {
 
 Result<ExecOutcome> HostExecutor::Run(const Plan& plan, const LiveSink& live,
                                       const CancelToken* cancel) {
-  SANDRUN_ASSIGN_OR_RETURN(SpawnOptions spawn, SpawnFor(plan, SpawnOptions::Stdin::kNull));
+  std::shared_ptr<const void> hardening;
+  std::vector<std::string> warnings;
+  SANDRUN_ASSIGN_OR_RETURN(SpawnOptions spawn,
+                           SpawnFor(plan, SpawnOptions::Stdin::kNull, &hardening, &warnings));
   RunLimits limits = LimitsFor(plan);
   SANDRUN_ASSIGN_OR_RETURN(ExecOutcome outcome, RunSubprocess(spawn, limits, live, cancel));
+  outcome.warnings.insert(outcome.warnings.begin(), warnings.begin(), warnings.end());
   if (plan.cwd.empty()) {
     char here[PATH_MAX];
     if (::getcwd(here, sizeof(here)) != nullptr) outcome.cwd = here;
@@ -345,10 +354,13 @@ Result<ExecOutcome> HostExecutor::Run(const Plan& plan, const LiveSink& live,
 }
 
 Result<std::unique_ptr<RunningProcess>> HostExecutor::Start(const Plan& plan, LiveSink sink) {
-  SANDRUN_ASSIGN_OR_RETURN(SpawnOptions spawn, SpawnFor(plan, SpawnOptions::Stdin::kPipe));
+  std::shared_ptr<const void> hardening;
+  std::vector<std::string> warnings;
+  SANDRUN_ASSIGN_OR_RETURN(SpawnOptions spawn,
+                           SpawnFor(plan, SpawnOptions::Stdin::kPipe, &hardening, &warnings));
   SANDRUN_ASSIGN_OR_RETURN(Subprocess proc, Subprocess::Spawn(spawn));
   return std::unique_ptr<RunningProcess>(std::make_unique<HostRunningProcess>(
-      std::move(proc), plan.pty, LimitsFor(plan), std::move(sink), plan.cwd));
+      std::move(proc), plan.pty, LimitsFor(plan), std::move(sink), plan.cwd, std::move(warnings)));
 }
 
 RunLimits HostExecutor::LimitsFor(const Plan& plan) const {
@@ -360,8 +372,9 @@ RunLimits HostExecutor::LimitsFor(const Plan& plan) const {
   return limits;
 }
 
-Result<SpawnOptions> HostExecutor::SpawnFor(const Plan& plan,
-                                            SpawnOptions::Stdin stdin_mode) const {
+Result<SpawnOptions> HostExecutor::SpawnFor(const Plan& plan, SpawnOptions::Stdin stdin_mode,
+                                            std::shared_ptr<const void>* keep_alive,
+                                            std::vector<std::string>* warnings) const {
   if (plan.target != Target::kGateway) {
     return Error(ErrorCode::kInvalidArgument, "the host executor runs gateway plans only");
   }
@@ -397,7 +410,19 @@ Result<SpawnOptions> HostExecutor::SpawnFor(const Plan& plan,
   spawn.pty_rows = plan.pty_rows;
   spawn.pty_cols = plan.pty_cols;
   spawn.pipe_bytes = options_.pipe_bytes;
-  spawn.child_steps = options_.child_steps;
+
+  // Loaded and compiled once per process; the child only reads the prepared result.
+  const std::string profile = plan.host_profile.empty() ? "default" : plan.host_profile;
+  const std::string dir =
+      options_.profiles_dir.empty() ? harden::DefaultProfilesDir() : options_.profiles_dir;
+  auto hardening = options_.seccomp_support
+                       ? harden::HostHardening::Prepare(dir, profile, {options_.seccomp_support})
+                       : harden::HostHardening::Cached(dir, profile);
+  if (!hardening) return std::move(hardening).error().Wrap("host hardening");
+  spawn.child_steps = (*hardening)->steps();
+  warnings->insert(warnings->end(), (*hardening)->warnings().begin(),
+                   (*hardening)->warnings().end());
+  *keep_alive = std::move(hardening).value();
   return spawn;
 }
 

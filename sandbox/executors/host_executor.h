@@ -20,10 +20,20 @@
 //   (OpenClaw leaves such children alone). Processes that left the group (setsid) survive.
 //   The group is signalled while the shell is still unreaped, so its id cannot have been reused.
 // - Spawn failures (missing shell, bad cwd, ...) are Errors: nothing ran.
+// - Hardening: every command runs under the host profile plan.host_profile ("" = "default"):
+//   capabilities dropped, no_new_privs, rlimits and its seccomp filter loaded last, in the child
+//   just before execve (sandbox/harden/child_steps.h). A profile that does not load, or a
+//   hardening step that fails in the child, is an Error naming the file or the step ("harden:
+//   seccomp: Invalid argument"); nothing ran. The profile's warnings (seccomp "optional" on a
+//   kernel without seccomp) are added to the outcome's warnings.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "sandbox/executors/executor.h"
 #include "sandbox/os/subprocess.h"
@@ -53,13 +63,18 @@ class HostExecutor : public Executor {
     std::chrono::milliseconds drain_grace{100};
     // Capacity requested for the stdout/stderr pipes: fewer wake-ups for chatty commands.
     int pipe_bytes = 1 << 20;
-    // The hardening seam: run in the child just before execve (see ChildSteps). The hardening
-    // issue builds these from plan.host_profile; empty for now.
-    ChildSteps child_steps;
+    // Where profiles/host/<plan.host_profile>.json and the files it names are read from; ""
+    // means harden::DefaultProfilesDir(). Each profile is loaded and its seccomp filter compiled
+    // once per process (harden::HostHardening::Cached).
+    std::string profiles_dir;
+    // Whether this kernel can filter system calls. nullopt: ask it (the normal case). Tests set
+    // an Error to act as a kernel without seccomp; the profile is then prepared on every call
+    // instead of once per process.
+    std::optional<Status> seccomp_support;
   };
 
   HostExecutor() = default;
-  explicit HostExecutor(Options options) : options_(options) {}
+  explicit HostExecutor(Options options) : options_(std::move(options)) {}
 
   Result<ExecOutcome> Run(const Plan& plan, const LiveSink& live,
                           const CancelToken* cancel) override;
@@ -68,7 +83,11 @@ class HostExecutor : public Executor {
   Result<std::unique_ptr<RunningProcess>> Start(const Plan& plan, LiveSink sink) override;
 
  private:
-  Result<SpawnOptions> SpawnFor(const Plan& plan, SpawnOptions::Stdin stdin_mode) const;
+  // The spawn options with the plan's hardening; `keep_alive` must outlive the spawn (the child
+  // reads the prepared hardening through child_steps), `warnings` get the profile's warnings.
+  Result<SpawnOptions> SpawnFor(const Plan& plan, SpawnOptions::Stdin stdin_mode,
+                                std::shared_ptr<const void>* keep_alive,
+                                std::vector<std::string>* warnings) const;
   RunLimits LimitsFor(const Plan& plan) const;
 
   Options options_;

@@ -9,4 +9,5 @@ build="${1:-$root/build}"
 bench="$build/tests/harden_bench"
 [ -x "$bench" ] || { echo "harden_bench: build the harden_bench target first ($bench)" >&2; exit 1; }
 "$bench" --benchmark_repetitions=15 --benchmark_report_aggregates_only=true \
+  --benchmark_enable_random_interleaving=true \
   --benchmark_min_time=0.2 2>/dev/null | grep -E '_median|^Benchmark|^-'

@@ -67,8 +67,8 @@ TEST(CliDoctorTest, JsonReportIsOneObject) {
   ASSERT_TRUE(checks && checks->IsArray());
   std::set<std::string> names;
   for (const auto& c : checks->GetArray()) names.insert(JsonString(c, "name"));
-  EXPECT_EQ(names,
-            (std::set<std::string>{"state-dir", "engine", "api-version", "image", "seccomp"}));
+  EXPECT_EQ(names, (std::set<std::string>{"state-dir", "engine", "api-version", "image", "seccomp",
+                                          "profile"}));
 }
 
 TEST(CliDoctorTest, UnreachableEngineFailsWithinFiveSeconds) {

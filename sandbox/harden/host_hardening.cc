@@ -1,0 +1,154 @@
+#include "sandbox/harden/host_hardening.h"
+
+#include <fcntl.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include "sandbox/harden/seccomp_compiler.h"
+#include "sandbox/harden/seccomp_profile.h"
+#include "sandbox/harden/seccomp_support.h"
+#include "sandbox/os/unique_fd.h"
+
+namespace sandrun::harden {
+namespace {
+
+Status ProbeKernel() {
+  auto support = ProbeSeccomp();
+  if (!support) return std::move(support).error();
+  return Ok();
+}
+
+}  // namespace
+
+Result<std::shared_ptr<const HostHardening>> HostHardening::Prepare(
+    const std::string& profiles_dir, const std::string& name, const HardeningEnvironment& env) {
+  std::shared_ptr<HostHardening> h(new HostHardening());
+  SANDRUN_ASSIGN_OR_RETURN(h->profile_, LoadHostProfile(profiles_dir, name));
+  const HostProfile& p = h->profile_;
+  const std::string what = "host profile \"" + p.name + "\" (" + p.path + ")";
+
+  // The seccomp file is loaded and compiled even where the kernel cannot use it: a broken file
+  // is an error on every machine, not only on those with seccomp.
+  auto seccomp = LoadSeccompProfile(profiles_dir, p.seccomp_profile);
+  if (!seccomp) return std::move(seccomp).error().Wrap(what + ": seccomp.profile");
+  SANDRUN_ASSIGN_OR_RETURN(CapabilityPlan caps, PrepareCapabilities(p.keep_mask));
+  SeccompCompileOptions options;
+  options.capabilities = CapabilityNames(caps.keep);
+  auto filter = CompileSeccompProfile(*seccomp, options);
+  if (!filter) return std::move(filter).error().Wrap(what);
+  h->compile_warnings_ = filter->warnings;
+
+  ChildHardening::Spec spec;
+  spec.caps = caps;
+  spec.no_new_privs = p.no_new_privs;
+  spec.rlimits = p.rlimits;
+  // Subprocess::Spawn's child resets every signal and marks descriptors close-on-exec itself,
+  // immediately before it runs these steps (host_executor_test checks both); repeating them
+  // costs ~65 system calls per command (~65 us on the 2-core CI VM).
+  spec.reset_signals = false;
+  spec.close_fds = false;
+  Status support = env.seccomp_support ? *env.seccomp_support : ProbeKernel();
+  if (support) {
+    spec.bpf = std::move(filter->program);
+  } else if (p.seccomp_mode == SeccompMode::kRequired) {
+    return std::move(support).error().Wrap(
+        what +
+        " requires seccomp, which is unavailable here; use a kernel with "
+        "CONFIG_SECCOMP_FILTER, or a host profile with \"seccomp\": {\"mode\": "
+        "\"optional\"}");
+  } else {
+    h->warnings_.push_back("Warning: seccomp is unavailable on this host (" +
+                           support.error().ToString() + "); host profile \"" + p.name +
+                           "\" allows that (seccomp mode \"optional\"), so the command runs "
+                           "without a system call filter.");
+  }
+  auto child = ChildHardening::Create(std::move(spec));
+  if (!child) return std::move(child).error().Wrap(what);
+  h->child_ = std::move(child).value();
+  return std::shared_ptr<const HostHardening>(std::move(h));
+}
+
+Result<std::shared_ptr<const HostHardening>> HostHardening::Cached(const std::string& profiles_dir,
+                                                                   const std::string& name) {
+  static std::mutex mu;
+  static std::map<std::string, std::shared_ptr<const HostHardening>> cache;
+  const std::string key = profiles_dir + '\0' + name;
+  std::lock_guard<std::mutex> lock(mu);  // held while compiling: one compile per profile
+  if (auto it = cache.find(key); it != cache.end()) return it->second;
+  SANDRUN_ASSIGN_OR_RETURN(std::shared_ptr<const HostHardening> h, Prepare(profiles_dir, name));
+  cache.emplace(key, h);
+  return h;
+}
+
+namespace {
+
+// What the probe child writes back: the failed step, or what it observed.
+struct ProbeReport {
+  int32_t step_errno = 0;
+  char step[60] = {};
+  int32_t mode = -1;
+  int32_t unshare_errno = 0;
+};
+
+[[noreturn]] void ProbeChild(const HostHardening& hardening, int fd) {
+  ProbeReport report;
+  const char* step = "harden";
+  if (int err = hardening.child().Apply(&step); err != 0) {
+    report.step_errno = err;
+    for (size_t i = 0; i + 1 < sizeof(report.step) && step[i] != '\0'; ++i)
+      report.step[i] = step[i];
+  } else {
+    report.mode = ::prctl(PR_GET_SECCOMP, 0, 0, 0, 0);
+    // unshare(0) changes nothing, so it is harmless if the filter lets it through.
+    report.unshare_errno = ::syscall(SYS_unshare, 0) == 0 ? 0 : errno;
+  }
+  ssize_t ignored = ::write(fd, &report, sizeof(report));
+  (void)ignored;
+  ::_exit(0);
+}
+
+}  // namespace
+
+Result<FilterProbe> ProbeFilter(const HostHardening& hardening) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return Error::FromErrno(errno, "pipe2");
+  UniqueFd read_end(fds[0]);
+  UniqueFd write_end(fds[1]);
+  pid_t pid = ::fork();
+  if (pid < 0) return Error::FromErrno(errno, "fork");
+  if (pid == 0) ProbeChild(hardening, write_end.get());
+  write_end.reset();
+  ProbeReport report;
+  size_t got = 0;
+  while (got < sizeof(report)) {
+    ssize_t n =
+        ::read(read_end.get(), reinterpret_cast<char*>(&report) + got, sizeof(report) - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (got != sizeof(report)) {
+    return Error(ErrorCode::kInternal, "the seccomp probe child ended without a report (status " +
+                                           std::to_string(status) + ")");
+  }
+  if (report.step_errno != 0) {
+    return Error::FromErrno(report.step_errno,
+                            std::string(report.step, strnlen(report.step, sizeof(report.step))));
+  }
+  FilterProbe probe;
+  probe.filter_mode = report.mode == 2;  // SECCOMP_MODE_FILTER
+  probe.unshare_errno = report.unshare_errno;
+  return probe;
+}
+
+}  // namespace sandrun::harden
