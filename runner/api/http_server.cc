@@ -14,6 +14,8 @@
 #include <set>
 #include <thread>
 
+#include "sandbox/base/strings.h"
+
 namespace sandrun::api {
 namespace {
 
@@ -58,11 +60,6 @@ void ParseTarget(HttpRequestInfo& info) {
     if (amp == std::string_view::npos) break;
     rest.remove_prefix(amp + 1);
   }
-}
-
-std::string Lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "sandbox/base/json.h"
+#include "sandbox/base/strings.h"
 
 namespace sandrun::api {
 namespace {
@@ -130,12 +131,6 @@ void WriteStr(Writer& w, std::string_view s) {
 std::string SignalName(int sig) {
   const char* abbrev = sigabbrev_np(sig);
   return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
-}
-
-std::string Trim(const std::string& s) {
-  size_t b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos) return "";
-  return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "runner/config/json_lines.h"
 #include "runner/config/state_dir.h"
 #include "sandbox/base/json.h"
+#include "sandbox/base/strings.h"
 #include "sandbox/os/file.h"
 
 namespace sandrun::config {
@@ -47,21 +48,6 @@ template <>
 constexpr int kEnumCount<Ask> = 3;
 template <>
 constexpr int kEnumCount<ExecMode> = 5;
-
-std::string Trim(std::string_view s) {
-  const char* ws = " \t\r\n\f\v";
-  size_t begin = s.find_first_not_of(ws);
-  if (begin == std::string_view::npos) return "";
-  size_t end = s.find_last_not_of(ws);
-  return std::string(s.substr(begin, end - begin + 1));
-}
-
-std::string Lower(std::string s) {
-  for (char& c : s) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  }
-  return s;
-}
 
 std::string JoinNames(const std::vector<const char*>& names) {
   std::string out;

@@ -6,6 +6,7 @@
 #include <set>
 #include <string>
 
+#include "sandbox/base/strings.h"
 #include "sandbox/executors/login_path.h"
 
 namespace sandrun::policy {
@@ -191,14 +192,6 @@ std::string Upper(std::string_view s) {
   std::string out(s);
   for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   return out;
-}
-
-std::string Trim(std::string_view s) {
-  size_t b = 0;
-  size_t e = s.size();
-  while (b < e && std::isspace(static_cast<unsigned char>(s[b])) != 0) ++b;
-  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1])) != 0) --e;
-  return std::string(s.substr(b, e - b));
 }
 
 // Primary collation weight of one byte in the root locale (CLDR order for ASCII): whitespace,

@@ -5,21 +5,10 @@
 #include <string>
 #include <vector>
 
+#include "sandbox/base/strings.h"
+
 namespace sandrun::policy {
 namespace {
-
-std::string Trim(std::string_view s) {
-  size_t b = 0;
-  size_t e = s.size();
-  while (b < e && std::isspace(static_cast<unsigned char>(s[b])) != 0) ++b;
-  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1])) != 0) --e;
-  return std::string(s.substr(b, e - b));
-}
-
-std::string Lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
 
 std::string NormalizedSessionKey(const std::string& key) {
   std::string t = Trim(key);

@@ -6,22 +6,10 @@
 
 #include "runner/policy/host_resolution.h"
 #include "runner/policy/sandbox_spec.h"
+#include "sandbox/base/strings.h"
 
 namespace sandrun::policy {
 namespace {
-
-std::string Trim(std::string_view s) {
-  size_t b = 0;
-  size_t e = s.size();
-  while (b < e && std::isspace(static_cast<unsigned char>(s[b])) != 0) ++b;
-  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1])) != 0) --e;
-  return std::string(s.substr(b, e - b));
-}
-
-std::string Lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
 
 // OpenClaw's TOOL_GROUPS.
 const std::map<std::string, std::vector<std::string>>& ToolGroups() {

@@ -3,6 +3,8 @@
 #include <cctype>
 #include <utility>
 
+#include "sandbox/base/strings.h"
+
 namespace sandrun::sessions {
 namespace {
 
@@ -47,12 +49,6 @@ struct Modifiers {
   bool shift = false;
   bool any() const { return ctrl || alt || shift; }
 };
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 std::string_view TrimView(std::string_view s) {
   size_t b = s.find_first_not_of(" \t\r\n\v\f");

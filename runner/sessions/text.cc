@@ -4,6 +4,8 @@
 
 #include <vector>
 
+#include "sandbox/base/strings.h"
+
 namespace sandrun::sessions {
 namespace {
 
@@ -84,12 +86,6 @@ std::vector<std::string> Tokenize(std::string_view command) {
 std::string TrimEnd(std::string_view s) {
   size_t e = s.find_last_not_of(kSpace);
   return e == std::string_view::npos ? std::string() : std::string(s.substr(0, e + 1));
-}
-
-std::string Trim(std::string_view s) {
-  size_t b = s.find_first_not_of(kSpace);
-  if (b == std::string_view::npos) return "";
-  return std::string(s.substr(b, s.find_last_not_of(kSpace) - b + 1));
 }
 
 size_t CountChars(std::string_view s) {

@@ -5,6 +5,8 @@
 #include <string>
 #include <string_view>
 
+#include "sandbox/base/strings.h"
+
 namespace sandrun::sessions {
 
 // `s` if it has at most `max` characters (code points), else the first and last
@@ -36,6 +38,5 @@ std::string SignalName(int sig);
 
 // Whitespace (" \t\r\n\v\f") trimmed from the end / both ends.
 std::string TrimEnd(std::string_view s);
-std::string Trim(std::string_view s);
 
 }  // namespace sandrun::sessions

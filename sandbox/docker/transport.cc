@@ -12,6 +12,7 @@
 #include <mutex>
 #include <vector>
 
+#include "sandbox/base/strings.h"
 #include "sandbox/docker/curl_lib.h"
 #include "sandbox/docker/models.h"
 
@@ -34,18 +35,6 @@ using CurlSlist = std::unique_ptr<curl_slist, CurlSlistDeleter>;
 constexpr size_t kMaxBufferedBody = 64u << 20;  // responses we keep in memory
 constexpr size_t kMaxHead = 64u << 10;          // hijack response head
 constexpr int kPollSliceMs = 100;               // how often blocking waits look at cancellation
-
-std::string Lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
-
-std::string Trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return std::string(s);
-}
 
 // Parses "Name: value" into headers (lowercased name); ignores other lines.
 void AddHeaderLine(std::string_view line, std::map<std::string, std::string>& headers) {

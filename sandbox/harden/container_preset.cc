@@ -3,15 +3,11 @@
 #include <algorithm>
 #include <cctype>
 
+#include "sandbox/base/strings.h"
 #include "sandbox/harden/profile_file.h"
 
 namespace sandrun::harden {
 namespace {
-
-std::string Lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
 
 bool IsEnvKey(std::string_view k) {
   if (k.empty() || (std::isdigit(static_cast<unsigned char>(k[0])) != 0)) return false;

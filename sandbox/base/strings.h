@@ -1,0 +1,15 @@
+// Small string helpers shared across the tree (ASCII semantics, locale-independent).
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace sandrun {
+
+// `s` without leading and trailing whitespace (space, \t, \n, \r, \v, \f).
+std::string Trim(std::string_view s);
+
+// `s` with ASCII letters lowercased.
+std::string Lower(std::string_view s);
+
+}  // namespace sandrun
