@@ -23,7 +23,7 @@
 namespace sandrun::api {
 namespace {
 
-using Writer = rapidjson::Writer<rapidjson::StringBuffer>;
+using Writer = JsonWriter;
 
 ApplyPatchToolResult Refused(std::string code, std::string message) {
   ApplyPatchToolResult r;
@@ -40,14 +40,10 @@ ApplyPatchToolResult Internal(std::string code, std::string message) {
   return r;
 }
 
-void WriteStr(Writer& w, std::string_view s) {
-  w.String(s.data(), static_cast<rapidjson::SizeType>(s.size()));
-}
-
 void WriteList(Writer& w, const char* key, const std::vector<std::string>& items) {
   w.Key(key);
   w.StartArray();
-  for (const auto& item : items) WriteStr(w, item);
+  for (const auto& item : items) WriteJsonString(w, item);
   w.EndArray();
 }
 
@@ -55,18 +51,7 @@ std::string RenderApplied(const patch::ApplySummary& summary, const std::string&
                           const std::string& cwd, const std::string& host, int64_t duration_ms) {
   rapidjson::StringBuffer buffer;
   Writer w(buffer);
-  w.StartObject();
-  w.Key("content");
-  w.StartArray();
-  w.StartObject();
-  w.Key("type");
-  w.String("text");
-  w.Key("text");
-  WriteStr(w, text);
-  w.EndObject();
-  w.EndArray();
-  w.Key("details");
-  w.StartObject();
+  BeginToolResult(w, text);
   w.Key("status");
   w.String("completed");
   WriteList(w, "added", summary.added);
@@ -77,20 +62,19 @@ std::string RenderApplied(const patch::ApplySummary& summary, const std::string&
   for (const auto& m : summary.moved) {
     w.StartObject();
     w.Key("from");
-    WriteStr(w, m.from);
+    WriteJsonString(w, m.from);
     w.Key("to");
-    WriteStr(w, m.to);
+    WriteJsonString(w, m.to);
     w.EndObject();
   }
   w.EndArray();
   w.Key("cwd");
-  WriteStr(w, cwd);
+  WriteJsonString(w, cwd);
   w.Key("host");
-  WriteStr(w, host);
+  WriteJsonString(w, host);
   w.Key("durationMs");
   w.Int64(duration_ms);
-  w.EndObject();
-  w.EndObject();
+  EndToolResult(w);
   return std::string(buffer.GetString(), buffer.GetSize());
 }
 

@@ -13,7 +13,7 @@
 namespace sandrun::api {
 namespace {
 
-using Writer = rapidjson::Writer<rapidjson::StringBuffer>;
+using Writer = JsonWriter;
 
 ToolError Invalid(std::string message) { return ToolError{"invalid-request", std::move(message)}; }
 
@@ -124,10 +124,6 @@ std::optional<ToolError> ReadApplyPatchParams(const rapidjson::Value& obj, Apply
   return std::nullopt;  // other keys are ignored, as for exec
 }
 
-void WriteStr(Writer& w, std::string_view s) {
-  w.String(s.data(), static_cast<rapidjson::SizeType>(s.size()));
-}
-
 std::string SignalName(int sig) {
   const char* abbrev = sigabbrev_np(sig);
   return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
@@ -189,11 +185,11 @@ std::string ExecRequestToJson(const policy::ExecRequest& r) {
   w.Key("tool");
   w.String("exec");
   w.Key("command");
-  WriteStr(w, r.command);
+  WriteJsonString(w, r.command);
   auto opt_string = [&](const char* key, const std::optional<std::string>& v) {
     if (!v) return;
     w.Key(key);
-    WriteStr(w, *v);
+    WriteJsonString(w, *v);
   };
   opt_string("workdir", r.workdir);
   opt_string("host", r.host);
@@ -204,8 +200,8 @@ std::string ExecRequestToJson(const policy::ExecRequest& r) {
     w.Key("env");
     w.StartObject();
     for (const auto& [k, v] : r.env) {
-      WriteStr(w, k);
-      WriteStr(w, v);
+      WriteJsonString(w, k);
+      WriteJsonString(w, v);
     }
     w.EndObject();
   }
@@ -240,9 +236,9 @@ std::string RenderError(const ToolError& error) {
   w.Key("error");
   w.StartObject();
   w.Key("code");
-  WriteStr(w, error.code);
+  WriteJsonString(w, error.code);
   w.Key("message");
-  WriteStr(w, error.message);
+  WriteJsonString(w, error.message);
   w.EndObject();
   w.EndObject();
   return std::string(buffer.GetString(), buffer.GetSize());
@@ -292,18 +288,7 @@ std::string RenderExecOutcome(const exec::ExecOutcome& outcome, const std::strin
 
   rapidjson::StringBuffer buffer;
   Writer w(buffer);
-  w.StartObject();
-  w.Key("content");
-  w.StartArray();
-  w.StartObject();
-  w.Key("type");
-  w.String("text");
-  w.Key("text");
-  WriteStr(w, text);
-  w.EndObject();
-  w.EndArray();
-  w.Key("details");
-  w.StartObject();
+  BeginToolResult(w, text);
   w.Key("status");
   w.String(failed ? "failed" : "completed");
   w.Key("exitCode");
@@ -314,26 +299,25 @@ std::string RenderExecOutcome(const exec::ExecOutcome& outcome, const std::strin
   }
   if (outcome.status == exec::ExecOutcome::Status::kSignaled) {
     w.Key("signal");
-    WriteStr(w, SignalName(outcome.signal));
+    WriteJsonString(w, SignalName(outcome.signal));
   }
   w.Key("durationMs");
   w.Int64(outcome.duration_ms);
   w.Key("aggregated");
-  WriteStr(w, aggregated);
+  WriteJsonString(w, aggregated);
   if (failed) {
     w.Key("timedOut");
     w.Bool(outcome.status == exec::ExecOutcome::Status::kTimedOut);
   }
   w.Key("cwd");
-  WriteStr(w, outcome.cwd);
+  WriteJsonString(w, outcome.cwd);
   w.Key("host");
-  WriteStr(w, host);
+  WriteJsonString(w, host);
   w.Key("truncated");
   w.Bool(outcome.truncated);
   w.Key("totalBytes");
   w.Uint64(outcome.total_bytes);
-  w.EndObject();
-  w.EndObject();
+  EndToolResult(w);
   return std::string(buffer.GetString(), buffer.GetSize());
 }
 

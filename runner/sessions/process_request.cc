@@ -11,7 +11,7 @@
 namespace sandrun::sessions {
 namespace {
 
-using Writer = rapidjson::Writer<rapidjson::StringBuffer>;
+using Writer = JsonWriter;
 
 ProcessError Invalid(std::string message) {
   return ProcessError{"invalid-request", std::move(message)};
@@ -28,10 +28,6 @@ const char* TypeName(const rapidjson::Value& v) {
 
 std::string Str(const rapidjson::Value& v) {
   return std::string(v.GetString(), v.GetStringLength());
-}
-
-void WriteStr(Writer& w, std::string_view s) {
-  w.String(s.data(), static_cast<rapidjson::SizeType>(s.size()));
 }
 
 ProcessError WrongType(const std::string& key, const char* want, const rapidjson::Value& v) {
@@ -119,9 +115,9 @@ std::string RenderProcessError(const ProcessError& error) {
   w.Key("error");
   w.StartObject();
   w.Key("code");
-  WriteStr(w, error.code);
+  WriteJsonString(w, error.code);
   w.Key("message");
-  WriteStr(w, error.message);
+  WriteJsonString(w, error.message);
   w.EndObject();
   w.EndObject();
   return std::string(buffer.GetString(), buffer.GetSize());
@@ -140,22 +136,11 @@ std::string RenderRunning(const Session& session, const std::vector<std::string>
   std::string tail = session.Tail();
   rapidjson::StringBuffer buffer;
   Writer w(buffer);
-  w.StartObject();
-  w.Key("content");
-  w.StartArray();
-  w.StartObject();
-  w.Key("type");
-  w.String("text");
-  w.Key("text");
-  WriteStr(w, text);
-  w.EndObject();
-  w.EndArray();
-  w.Key("details");
-  w.StartObject();
+  BeginToolResult(w, text);
   w.Key("status");
   w.String("running");
   w.Key("sessionId");
-  WriteStr(w, session.id());
+  WriteJsonString(w, session.id());
   if (pid > 0) {
     w.Key("pid");
     w.Int64(pid);
@@ -164,16 +149,15 @@ std::string RenderRunning(const Session& session, const std::vector<std::string>
   w.Int64(session.started_at_ms());
   if (!session.meta().cwd.empty()) {
     w.Key("cwd");
-    WriteStr(w, session.meta().cwd);
+    WriteJsonString(w, session.meta().cwd);
   }
   if (!tail.empty()) {
     w.Key("tail");
-    WriteStr(w, tail);
+    WriteJsonString(w, tail);
   }
   w.Key("host");
-  WriteStr(w, session.meta().host);
-  w.EndObject();
-  w.EndObject();
+  WriteJsonString(w, session.meta().host);
+  EndToolResult(w);
   return std::string(buffer.GetString(), buffer.GetSize());
 }
 

@@ -83,4 +83,28 @@ std::map<std::string, std::string> JsonStringMap(const rapidjson::Value& obj, co
   return out;
 }
 
+void WriteJsonString(JsonWriter& w, std::string_view s) {
+  w.String(s.data(), static_cast<rapidjson::SizeType>(s.size()));
+}
+
+void BeginToolResult(JsonWriter& w, std::string_view text) {
+  w.StartObject();
+  w.Key("content");
+  w.StartArray();
+  w.StartObject();
+  w.Key("type");
+  w.String("text");
+  w.Key("text");
+  WriteJsonString(w, text);
+  w.EndObject();
+  w.EndArray();
+  w.Key("details");
+  w.StartObject();
+}
+
+void EndToolResult(JsonWriter& w) {
+  w.EndObject();
+  w.EndObject();
+}
+
 }  // namespace sandrun

@@ -7,6 +7,8 @@
 #pragma once
 
 #include <rapidjson/document.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
 
 #include <cstdint>
 #include <map>
@@ -37,5 +39,17 @@ int64_t JsonInt(const rapidjson::Value& obj, const char* key, int64_t fallback =
 bool JsonBool(const rapidjson::Value& obj, const char* key, bool fallback = false);
 std::vector<std::string> JsonStringArray(const rapidjson::Value& obj, const char* key);
 std::map<std::string, std::string> JsonStringMap(const rapidjson::Value& obj, const char* key);
+
+using JsonWriter = rapidjson::Writer<rapidjson::StringBuffer>;
+
+// A string value from any bytes (embedded NULs kept).
+void WriteJsonString(JsonWriter& w, std::string_view s);
+
+// The tool-result shape every tool shares (SPEC §2.1):
+//   BeginToolResult(w, text);   // {"content":[{"type":"text","text":<text>}],"details":{
+//   w.Key("status"); ...        // the tool's own details
+//   EndToolResult(w);           // }}
+void BeginToolResult(JsonWriter& w, std::string_view text);
+void EndToolResult(JsonWriter& w);
 
 }  // namespace sandrun
