@@ -230,18 +230,7 @@ std::string ExecRequestToJson(const policy::ExecRequest& r) {
 }
 
 std::string RenderError(const ToolError& error) {
-  rapidjson::StringBuffer buffer;
-  Writer w(buffer);
-  w.StartObject();
-  w.Key("error");
-  w.StartObject();
-  w.Key("code");
-  WriteJsonString(w, error.code);
-  w.Key("message");
-  WriteJsonString(w, error.message);
-  w.EndObject();
-  w.EndObject();
-  return std::string(buffer.GetString(), buffer.GetSize());
+  return RenderToolError(error.code, error.message);
 }
 
 std::string FailureReason(const exec::ExecOutcome& outcome, int64_t timeout_seconds) {

@@ -109,18 +109,7 @@ std::variant<ProcessRequest, ProcessError> ParseProcessRequest(std::string_view 
 }
 
 std::string RenderProcessError(const ProcessError& error) {
-  rapidjson::StringBuffer buffer;
-  Writer w(buffer);
-  w.StartObject();
-  w.Key("error");
-  w.StartObject();
-  w.Key("code");
-  WriteJsonString(w, error.code);
-  w.Key("message");
-  WriteJsonString(w, error.message);
-  w.EndObject();
-  w.EndObject();
-  return std::string(buffer.GetString(), buffer.GetSize());
+  return RenderToolError(error.code, error.message);
 }
 
 std::string RenderRunning(const Session& session, const std::vector<std::string>& warnings) {

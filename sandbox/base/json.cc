@@ -107,4 +107,19 @@ void EndToolResult(JsonWriter& w) {
   w.EndObject();
 }
 
+std::string RenderToolError(std::string_view code, std::string_view message) {
+  rapidjson::StringBuffer buffer;
+  JsonWriter w(buffer);
+  w.StartObject();
+  w.Key("error");
+  w.StartObject();
+  w.Key("code");
+  WriteJsonString(w, code);
+  w.Key("message");
+  WriteJsonString(w, message);
+  w.EndObject();
+  w.EndObject();
+  return std::string(buffer.GetString(), buffer.GetSize());
+}
+
 }  // namespace sandrun

@@ -52,4 +52,7 @@ void WriteJsonString(JsonWriter& w, std::string_view s);
 void BeginToolResult(JsonWriter& w, std::string_view text);
 void EndToolResult(JsonWriter& w);
 
+// A refusal: {"error":{"code":<code>,"message":<message>}}.
+std::string RenderToolError(std::string_view code, std::string_view message);
+
 }  // namespace sandrun
