@@ -6,6 +6,7 @@
 #include <sstream>
 #include <thread>
 
+#include "sandbox/base/json.h"
 #include "sandbox/os/file.h"
 
 namespace sandrun::docker {
@@ -321,6 +322,20 @@ Result<int64_t> Client::WaitContainer(const std::string& id, const CallOptions& 
       HttpResponse resp,
       CallOk("POST", "/containers/" + UrlEncode(id) + "/wait", "", options, "container wait"));
   return ParseWaitResponse(resp.body);
+}
+
+Result<Client::PidsUsage> Client::ContainerPids(const std::string& id, const CallOptions& options) {
+  SANDRUN_ASSIGN_OR_RETURN(
+      HttpResponse resp,
+      CallOk("GET", "/containers/" + UrlEncode(id) + "/stats?stream=false&one-shot=true", "",
+             WithDefaultDeadline(options), "container stats"));
+  SANDRUN_ASSIGN_OR_RETURN(rapidjson::Document doc, ParseJson(resp.body));
+  PidsUsage usage;
+  if (const auto* pids = JsonMember(doc, "pids_stats")) {
+    usage.current = JsonInt(*pids, "current");
+    usage.limit = JsonInt(*pids, "limit");
+  }
+  return usage;
 }
 
 // ---- execs ----

@@ -103,6 +103,12 @@ class Client {
   Status RemoveContainer(const std::string& id, bool force, const CallOptions& options = {});
   // Waits for the container to stop; returns its exit status.
   Result<int64_t> WaitContainer(const std::string& id, const CallOptions& options = {});
+  // Processes in the container and its pids limit (0 = none), from one-shot stats.
+  struct PidsUsage {
+    int64_t current = 0;
+    int64_t limit = 0;
+  };
+  Result<PidsUsage> ContainerPids(const std::string& id, const CallOptions& options = {});
 
   // ---- execs ----
   Result<std::string> CreateExec(const std::string& container, const ExecSpec& spec,

@@ -290,6 +290,21 @@ ExecOutcome DockerExecutor::Finish(const Plan& plan, const std::string& exec_id,
   outcome.duration_ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(Deadline::Clock::now() - started_at)
           .count();
+  // A long or killed run may have left orphans behind (a fork bomb's children are reparented to
+  // the container's init, out of reach of the tree kill): if they hold the pids limit, the
+  // container can run nothing more. Remove it; the next call gets a fresh one.
+  if (outcome.status != ExecOutcome::Status::kExited || outcome.duration_ms >= 1000) {
+    auto pids =
+        client_->ContainerPids(container, {Deadline::After(std::chrono::seconds(5)), nullptr});
+    if (pids && pids->limit > 0 && pids->current * 10 >= pids->limit * 9) {
+      outcome.warnings.push_back("Sandbox container " + container + " has " +
+                                 std::to_string(pids->current) + " of " +
+                                 std::to_string(pids->limit) +
+                                 " processes left after the command; removed it (the next call "
+                                 "gets a fresh one).");
+      (void)client_->RemoveContainer(container, true);
+    }
+  }
   MaybePrune(plan.sandbox);
   return outcome;
 }
