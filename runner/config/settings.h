@@ -68,6 +68,20 @@ struct ApplyPatchSettings {               // tools.exec.applyPatch.*
                                           // "openai/gpt-5.4"
 };
 
+struct SafeBinProfileSettings {                  // tools.exec.safeBinProfiles.<bin>
+  int64_t min_positional = 0;                    // minPositional
+  std::optional<int64_t> max_positional;         // maxPositional (unset: no limit)
+  std::vector<std::string> allowed_value_flags;  // allowedValueFlags (take a value)
+  std::vector<std::string> allowed_flags;        // allowedFlags (boolean; sandrun's extension)
+  std::vector<std::string> denied_flags;         // deniedFlags
+};
+
+struct ReviewerSettings {            // tools.exec.reviewer.* (mode auto)
+  std::vector<std::string> command;  // command: argv, or a string run by /bin/sh -c
+  int64_t timeout_ms = 30000;        // timeoutMs
+  std::string model;                 // model (OpenClaw's LLM reviewer; kept for compatibility)
+};
+
 struct ExecSettings {                         // tools.exec.*
   std::string host = "auto";                  // host: auto | sandbox | gateway | node
   std::optional<ExecMode> mode;               // mode
@@ -86,6 +100,16 @@ struct ExecSettings {                         // tools.exec.*
   std::string host_profile = "default";       // hostProfile
   std::string host_user;                      // hostUser
   ApplyPatchSettings apply_patch;             // applyPatch
+  // Allowlists (gateway/node, security=allowlist): SPEC §6.
+  std::optional<std::vector<std::string>> safe_bins;  // safeBins (unset: cut uniq head tail tr wc)
+  std::vector<std::string> safe_bin_trusted_dirs;     // safeBinTrustedDirs (after /bin, /usr/bin)
+  std::map<std::string, SafeBinProfileSettings> safe_bin_profiles;  // safeBinProfiles
+  bool strict_inline_eval = false;                                  // strictInlineEval
+  std::vector<std::string> skill_bin_dirs;     // skillBinDirs: where autoAllowSkills trusts bins
+  bool auto_allow_skills = false;              // autoAllowSkills (the approvals file's wins)
+  int64_t approval_timeout_ms = 1800000;       // approvalTimeoutMs (30 min), then askFallback
+  int64_t approval_running_notice_ms = 10000;  // approvalRunningNoticeMs (0: no notice)
+  ReviewerSettings reviewer;                   // reviewer
 };
 
 struct ToolPolicy {  // tools.allow / tools.deny

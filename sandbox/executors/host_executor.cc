@@ -109,7 +109,7 @@ Result<ExecOutcome> Pump(Subprocess& proc, std::vector<OutputStream> streams,
                          const RunLimits& limits, const LiveSink& live, const CancelToken* cancel,
                          Deadline::Clock::time_point started, std::mutex* reap_mu) {
   OutputCollector out(limits.max_output_chars, live);
-  auto buf = std::make_unique<char[]>(kReadChunk);
+  auto buf = std::make_unique_for_overwrite<char[]>(kReadChunk);
   Deadline timeout =
       limits.timeout_ms > 0 ? Deadline::After(milliseconds(limits.timeout_ms)) : Deadline::Never();
   Deadline kill_at = Deadline::Never();

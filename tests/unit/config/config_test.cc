@@ -284,6 +284,39 @@ TEST_F(ConfigTest, EveryKeyRoundTrips) {
   EXPECT_EQ(s.workspace, "/home/ci/project");
 }
 
+TEST_F(ConfigTest, AllowlistKeysAreTyped) {
+  Config config = Load(R"({"tools": {"exec": {
+    "safeBins": [" WC ", "jq"],
+    "safeBinTrustedDirs": ["/opt/tools/bin"],
+    "safeBinProfiles": {"Rg": {"minPositional": 1, "maxPositional": 2,
+                               "allowedValueFlags": ["-e"], "allowedFlags": ["-n"],
+                               "deniedFlags": ["--pre"]}},
+    "strictInlineEval": true, "autoAllowSkills": true, "skillBinDirs": ["/opt/skills/bin"],
+    "approvalTimeoutMs": 60000, "approvalRunningNoticeMs": 0,
+    "reviewer": {"command": "exit 0", "timeoutMs": 5000, "model": "m"}}}})");
+  const ExecSettings& e = config.global.exec;
+  ASSERT_TRUE(e.safe_bins.has_value());
+  EXPECT_THAT(*e.safe_bins, ElementsAre("wc", "jq"));
+  EXPECT_THAT(e.safe_bin_trusted_dirs, ElementsAre("/opt/tools/bin"));
+  ASSERT_EQ(e.safe_bin_profiles.count("rg"), 1u);
+  const SafeBinProfileSettings& rg = e.safe_bin_profiles.at("rg");
+  EXPECT_EQ(rg.min_positional, 1);
+  EXPECT_EQ(rg.max_positional, 2);
+  EXPECT_THAT(rg.allowed_value_flags, ElementsAre("-e"));
+  EXPECT_THAT(rg.allowed_flags, ElementsAre("-n"));
+  EXPECT_THAT(rg.denied_flags, ElementsAre("--pre"));
+  EXPECT_TRUE(e.strict_inline_eval);
+  EXPECT_TRUE(e.auto_allow_skills);
+  EXPECT_THAT(e.skill_bin_dirs, ElementsAre("/opt/skills/bin"));
+  EXPECT_EQ(e.approval_timeout_ms, 60000);
+  EXPECT_EQ(e.approval_running_notice_ms, 0);
+  EXPECT_THAT(e.reviewer.command, ElementsAre("/bin/sh", "-c", "exit 0"));
+  EXPECT_EQ(e.reviewer.timeout_ms, 5000);
+  // Unset safeBins stays unset (the defaults apply), as OpenClaw distinguishes [] from absent.
+  EXPECT_FALSE(Load("{}").global.exec.safe_bins.has_value());
+  EXPECT_EQ(Load("{}").global.exec.approval_timeout_ms, 1800000);
+}
+
 TEST_F(ConfigTest, CommentsAndTrailingCommasAreAllowed) {
   Config config = Load(R"({
     // line comment
@@ -455,11 +488,17 @@ const BadValue kBadValues[] = {
     {"StrictInlineEvalType", R"({"tools": {"exec": {"strictInlineEval": "on"}}})",
      R"(tools.exec.strictInlineEval: expected true or false, got "on")"},
     {"ApprovalTimeoutType", R"({"tools": {"exec": {"approvalTimeoutMs": -5}}})",
-     "tools.exec.approvalTimeoutMs: expected a non-negative integer, got -5"},
+     "tools.exec.approvalTimeoutMs: expected an integer from 1000 to 9007199254740991, got -5"},
     {"SafeBinProfilesType", R"({"tools": {"exec": {"safeBinProfiles": []}}})",
-     "tools.exec.safeBinProfiles: expected an object, got an array"},
+     "tools.exec.safeBinProfiles: expected an object of bin: profile, got an array"},
     {"ReviewerCommandType", R"({"tools": {"exec": {"reviewer": {"command": 5}}}})",
-     "tools.exec.reviewer.command: expected a string or an array of strings, got 5"},
+     "tools.exec.reviewer.command: expected a string or a non-empty array of strings, got 5"},
+    {"SafeBinProfileKey", R"({"tools": {"exec": {"safeBinProfiles": {"wc": {"maxPositional": -1}}}}})",
+     "tools.exec.safeBinProfiles.wc.maxPositional: expected a non-negative integer, got -1"},
+    {"SafeBinTrustedDirRelative", R"({"tools": {"exec": {"safeBinTrustedDirs": ["bin"]}}})",
+     R"(tools.exec.safeBinTrustedDirs[0]: expected an absolute path, got "bin")"},
+    {"ReviewerEmptyArray", R"({"tools": {"exec": {"reviewer": {"command": []}}}})",
+     "tools.exec.reviewer.command: expected a string or a non-empty array of strings, got an array"},
     {"ApplyPatchEnabledType", R"({"tools": {"exec": {"applyPatch": {"enabled": "yes"}}}})",
      R"(tools.exec.applyPatch.enabled: expected true or false, got "yes")"},
     {"ElevatedEnabledType", R"({"tools": {"elevated": {"enabled": 1}}})",
