@@ -5,9 +5,11 @@
 #include <string>
 
 #include "runner/api/apply_patch_tool.h"
+#include "runner/api/audit_cmd.h"
 #include "runner/api/cli_context.h"
 #include "runner/api/doctor.h"
 #include "runner/api/exec_cmd.h"
+#include "runner/api/policy_cmd.h"
 #include "runner/api/sandbox_cmd.h"
 #include "runner/api/serve.h"
 #include "sandbox/docker/client.h"
@@ -155,6 +157,44 @@ int RunCli(int argc, char** argv) {
       sandbox->add_subcommand("prune", "Remove idle (24 h) and old (7 d) containers");
   sandbox_prune->add_flag("--all", sandbox_cmd.all, "Remove every container of this state dir");
 
+  PolicyCheckFlags policy_flags;
+  CLI::App* policy = app.add_subcommand("policy", "Evaluate exec policy without running anything");
+  policy->require_subcommand(1);
+  CLI::App* policy_check = policy->add_subcommand(
+      "check", "Print the decision (allow/ask/deny), the analysis and the rewritten command");
+  policy_check->add_option("--host", policy_flags.host, "auto | sandbox | gateway | node");
+  policy_check->add_option("--cwd", policy_flags.cwd, "The command's working directory");
+  policy_check->add_option("--env", policy_flags.env, "KEY=VALUE for the command (repeatable)");
+  policy_check->add_option("COMMAND", policy_flags.command, "The command (after --)")->required();
+
+  ApprovalsFlags approvals_flags;
+  CLI::App* approvals = app.add_subcommand(
+      "approvals", "Pending exec approvals and the allowlists ($SANDRUN_HOME/exec-approvals.json)");
+  approvals->require_subcommand(1);
+  CLI::App* approvals_list =
+      approvals->add_subcommand("list", "Pending approvals (server) and every allowlist");
+  CLI::App* approvals_approve =
+      approvals->add_subcommand("approve", "Decide a pending approval (needs sandrun serve)");
+  approvals_approve->add_option("ID", approvals_flags.id, "The approval id or its 8-char slug")
+      ->required();
+  approvals_approve
+      ->add_option("DECISION", approvals_flags.decision, "allow-once | allow-always | deny")
+      ->required();
+  CLI::App* allowlist = approvals->add_subcommand("allowlist", "Edit the agent's allowlist");
+  allowlist->require_subcommand(1);
+  CLI::App* allowlist_add = allowlist->add_subcommand("add", "Add a pattern (path or name glob)");
+  allowlist_add->add_option("PATTERN", approvals_flags.pattern, "e.g. /usr/bin/rg, ~/bin/*, git")
+      ->required();
+  CLI::App* allowlist_remove = allowlist->add_subcommand("remove", "Remove a pattern or entry id");
+  allowlist_remove->add_option("PATTERN", approvals_flags.pattern, "The pattern or entry id")
+      ->required();
+  CLI::App* allowlist_list = allowlist->add_subcommand("list", "Print every allowlist");
+
+  bool audit_json = false;
+  CLI::App* audit = app.add_subcommand(
+      "audit", "Warn about risky exec policy (safe bins, allowlisted interpreters, file modes)");
+  audit->add_flag("--json", audit_json, "Print the findings as JSON");
+
   bool doctor_json = false;
   CLI::App* doctor = app.add_subcommand(
       "doctor", "Check the Docker engine, sandbox images, seccomp and the state dir");
@@ -189,6 +229,17 @@ int RunCli(int argc, char** argv) {
                                                       : "prune";
     return RunSandboxCommand(global, sandbox_cmd);
   }
+  if (policy_check->parsed()) return RunPolicyCheckCommand(global, policy_flags);
+  if (approvals->parsed()) {
+    approvals_flags.action = approvals_list->parsed()      ? "list"
+                             : approvals_approve->parsed() ? "approve"
+                             : allowlist_add->parsed()     ? "allowlist-add"
+                             : allowlist_remove->parsed()  ? "allowlist-remove"
+                                                           : "allowlist-list";
+    (void)allowlist_list;
+    return RunApprovalsCommand(global, approvals_flags);
+  }
+  if (audit->parsed()) return RunAuditCommand(global, audit_json);
   if (doctor->parsed()) return RunDoctorCommand(doctor_json);
   if (image_build->parsed()) return RunImageBuild(image_name, image_force, images_dir);
   PrintError("no command given (see sandrun --help)");

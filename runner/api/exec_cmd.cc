@@ -79,9 +79,11 @@ int ReportServerExec(const Result<ServerReply>& reply) {
       content && content->IsArray() && !content->Empty()) {
     text = JsonString((*content)[0], "text");
   }
-  if (status == "running") {
+  if (status == "running" || status == "approval-pending") {
+    // Nothing finished yet: the id to follow up with on stdout, the explanation on stderr.
     std::fprintf(stderr, "sandrun: %s\n", text.c_str());
-    std::printf("%s\n", JsonString(*details, "sessionId").c_str());
+    std::printf("%s\n",
+                JsonString(*details, status == "running" ? "sessionId" : "approvalId").c_str());
     return kExitOk;
   }
   std::string aggregated = JsonString(*details, "aggregated");

@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <memory>
 
+#include "runner/api/approval_broker.h"
+#include "runner/api/exec_approvals.h"
 #include "runner/config/config.h"
 #include "runner/config/state_dir.h"
 #include "runner/policy/env_policy.h"
@@ -55,7 +57,41 @@ std::map<std::string, std::string> HostEnv() {
   return env;
 }
 
+Result<std::shared_ptr<sessions::Session>> BeginSession(ExecServices& services,
+                                                        const policy::Caller& caller,
+                                                        const exec::Plan& plan,
+                                                        const BackgroundRun& run) {
+  sessions::SessionMeta meta;
+  meta.scope = sessions::Scope{services.tenant, caller.agent_id, caller.session_key};
+  meta.command = run.command;
+  meta.cwd = plan.cwd;
+  meta.host = plan.target == exec::Target::kSandbox ? "sandbox" : "gateway";
+  meta.pty = plan.pty;
+  meta.timeout_ms = plan.timeout_ms;
+  meta.notify_on_exit = run.notify_on_exit;
+  meta.notify_on_exit_empty_success = run.notify_on_exit_empty_success;
+  return services.sessions->Begin(meta);
+}
+
 }  // namespace
+
+Result<std::string> StartBackgroundSession(ExecServices& services, const policy::Caller& caller,
+                                           const exec::Plan& plan, const BackgroundRun& run) {
+  std::shared_ptr<exec::Executor> executor =
+      plan.target == exec::Target::kSandbox ? services.docker : services.host;
+  if (services.sessions == nullptr || executor == nullptr) {
+    return Error(ErrorCode::kConflict, "background sessions need `sandrun serve`");
+  }
+  SANDRUN_ASSIGN_OR_RETURN(auto session, BeginSession(services, caller, plan, run));
+  auto process = executor->Start(plan, session->Sink());
+  if (!process) {
+    services.sessions->Discard(session->id());
+    return std::move(process).error();
+  }
+  session->Attach(std::move(process).value());
+  session->MarkBackgrounded();
+  return session->id();
+}
 
 std::string WorkspaceDir(const GlobalOptions& global, const config::AgentSettings& settings) {
   std::string dir = !global.workspace.empty() ? global.workspace : settings.workspace;
@@ -80,30 +116,40 @@ policy::Caller CliCaller(const GlobalOptions& global) {
   return caller;
 }
 
-ExecToolResult RunExecTool(const GlobalOptions& global, const policy::Caller& caller,
-                           const policy::ExecRequest& request, const exec::LiveSink& live,
-                           const CancelToken* cancel, ExecServices* services) {
+std::unique_ptr<PreparedCall> PrepareCall(const GlobalOptions& global, const policy::Caller& caller,
+                                          const policy::ExecRequest& request, bool for_check) {
+  auto call = std::make_unique<PreparedCall>();
+  auto stop = [&](std::string code, std::string message, bool internal = false) {
+    call->refusal = ToolError{std::move(code), std::move(message)};
+    call->internal = internal;
+    return std::move(call);
+  };
   auto state_dir = config::StateDirPath();
-  if (!state_dir) return Internal(state_dir.error().ToString());
-  if (auto ok = config::EnsureStateDir(*state_dir); !ok) return Internal(ok.error().ToString());
+  if (!state_dir) return stop("internal", state_dir.error().ToString(), true);
+  call->state_dir = *state_dir;
+  if (auto ok = config::EnsureStateDir(*state_dir); !ok) {
+    return stop("internal", ok.error().ToString(), true);
+  }
   auto cfg = config::LoadConfigFor(global.config_file, *state_dir);
-  if (!cfg) return Refused("invalid-config", cfg.error().ToString());
+  if (!cfg) return stop("invalid-config", cfg.error().ToString());
   for (const auto& w : cfg->warnings) PrintWarning(w);
-  config::AgentSettings settings = cfg->ForAgent(global.agent);
+  call->settings = cfg->ForAgent(global.agent);
+  const config::AgentSettings& settings = call->settings;
 
   // Tool policy (SPEC §6b): a denied exec runs nothing; a denied process tool means no
   // background sessions for this call.
   const policy::ToolPolicyLayers tools = {&cfg->global.tools, &settings.tools};
+  call->background_allowed = policy::IsToolAllowed(tools, policy::kToolProcess);
+  call->decision = policy::Decide(settings, request, caller);
+  call->decided = true;
   if (auto denied = policy::CheckToolAllowed(tools, policy::kToolExec)) {
-    return Refused(denied->code, denied->message);
+    return stop(denied->code, denied->message);
   }
-  const bool background_allowed = policy::IsToolAllowed(tools, policy::kToolProcess);
+  const policy::Decision& decision = call->decision;
+  if (!decision.allowed()) return stop(decision.refusal->code, decision.refusal->message);
 
-  policy::Decision decision = policy::Decide(settings, request, caller);
-  if (!decision.allowed()) return Refused(decision.refusal->code, decision.refusal->message);
-
-  policy::GateContext ctx;
-  ctx.settings = &settings;
+  policy::GateContext& ctx = call->ctx;
+  ctx.settings = &call->settings;
   ctx.caller = caller;
   ctx.state_dir = *state_dir;
   ctx.workspace_dir = WorkspaceDir(global, settings);
@@ -119,36 +165,131 @@ ExecToolResult RunExecTool(const GlobalOptions& global, const policy::Caller& ca
     if (login) ctx.login_path = *login;  // OpenClaw goes on without it, and so do we
   }
   if (policy::NeedsSeccompProfile(decision)) {
+    if (for_check) return call;  // `policy check` never prepares a container
     auto instance = config::LoadOrCreateInstanceId(*state_dir);
-    if (!instance) return Internal(instance.error().ToString());
+    if (!instance) return stop("internal", instance.error().ToString(), true);
     ctx.instance_id = *instance;
     auto profile = harden::LoadSeccompProfileJson(harden::DefaultProfilesDir(),
                                                   settings.sandbox.docker.seccomp_profile);
     if (!profile) {
-      return Refused(
+      return stop(
           "sandbox-unavailable",
           "sandbox unavailable (seccomp profile), nothing was run: " + profile.error().ToString());
     }
     ctx.seccomp_profile_json = *profile;
     auto preset = harden::LoadContainerPreset(harden::DefaultProfilesDir(), "default");
     if (!preset) {
-      return Refused(
+      return stop(
           "sandbox-unavailable",
           "sandbox unavailable (container preset), nothing was run: " + preset.error().ToString());
     }
     ctx.tmpfs_options = preset->tmpfs;
   }
   auto gated = policy::BuildPlan(decision, request, ctx);
-  if (!gated) return Refused(gated.error().code, gated.error().message);
-  exec::Plan& plan = gated->plan;
+  if (!gated) return stop(gated.error().code, gated.error().message);
+  call->gated = std::move(gated).value();
   // Script preflight (reference §3.5) where OpenClaw runs it: gateway runs below full/off.
-  if (policy::PreflightApplies(gated->decision)) {
-    if (auto refused = policy::ScriptPreflight(request.command, plan.cwd)) {
-      return Refused(refused->code, refused->message);
+  if (policy::PreflightApplies(call->gated->decision)) {
+    if (auto refused = policy::ScriptPreflight(request.command, call->gated->plan.cwd)) {
+      return stop(refused->code, refused->message);
     }
   }
+  return call;
+}
+
+CallApprovalsInput ApprovalsInputFor(const PreparedCall& call, const policy::Caller& caller,
+                                     const policy::ExecRequest& request) {
+  CallApprovalsInput in;
+  in.state_dir = call.state_dir;
+  in.settings = &call.settings;
+  in.agent_id = caller.agent_id;
+  in.decision = &call.gated->decision;
+  in.command = request.command;
+  auto path = call.gated->plan.env.find("PATH");
+  in.path = path == call.gated->plan.env.end() ? "" : path->second;
+  in.cwd = call.gated->plan.cwd;
+  auto home = call.ctx.host_env.find("HOME");
+  in.home = home == call.ctx.host_env.end() ? "" : home->second;
+  return in;
+}
+
+ExecToolResult RunExecTool(const GlobalOptions& global, const policy::Caller& caller,
+                           const policy::ExecRequest& request, const exec::LiveSink& live,
+                           const CancelToken* cancel, ExecServices* services) {
+  std::unique_ptr<PreparedCall> call = PrepareCall(global, caller, request, false);
+  if (call->refusal) {
+    return call->internal ? Internal(call->refusal->message)
+                          : Refused(call->refusal->code, call->refusal->message);
+  }
+  const std::string& state_dir = call->state_dir;
+  const config::AgentSettings& settings = call->settings;
+  const bool background_allowed = call->background_allowed;
+  std::optional<policy::GatedPlan>& gated = call->gated;
+  exec::Plan& plan = gated->plan;
   bool background_available =
       services != nullptr && services->sessions != nullptr && background_allowed;
+  const std::string host_name =
+      plan.target == exec::Target::kSandbox ? "sandbox" : HostName(gated->decision.effective_host);
+  if (gated->decision.approvals_apply) {
+    // SPEC §6.5: allowlist, approvals file and inline eval decide what (if anything) runs.
+    CallApprovalsInput in = ApprovalsInputFor(*call, caller, request);
+    auto evaluated = EvaluateCallApprovals(in);
+    if (!evaluated) return Refused("invalid-config", evaluated.error().ToString());
+    for (const auto& w : evaluated->warnings) PrintWarning(w);
+    policy::ApprovalVerdict& v = evaluated->verdict;
+    plan.warnings.insert(plan.warnings.end(), v.warnings.begin(), v.warnings.end());
+    if (v.verdict == policy::Verdict::kDeny) return Refused(v.code, v.reason);
+    if (v.verdict == policy::Verdict::kAsk && settings.exec.mode == config::ExecMode::kAuto &&
+        !settings.exec.reviewer.command.empty() && ReviewerEligible(v)) {
+      ReviewerResult review =
+          RunReviewer(settings.exec.reviewer, ReviewerPlanJson(v, host_name, plan.cwd, caller));
+      if (review.answer == ReviewerAnswer::kDeny) {
+        return Refused("denied", "exec denied: the reviewer denied it (mode auto)");
+      }
+      if (review.answer == ReviewerAnswer::kAllow) {
+        v.verdict = policy::Verdict::kAllow;  // single use: nothing is persisted
+        plan.warnings.push_back("Warning: the reviewer allowed this command once (mode auto).");
+      } else {
+        plan.warnings.push_back("Warning: " + review.note + "; an operator must decide.");
+      }
+    }
+    if (v.verdict == policy::Verdict::kAsk) {
+      if (background_available && services->approvals != nullptr) {
+        PendingApproval pending;
+        pending.timeout_ms = settings.exec.approval_timeout_ms;
+        pending.tenant = services->tenant;
+        pending.caller = caller;
+        pending.host = host_name;
+        pending.command = request.command;
+        pending.gated = *gated;
+        pending.verdict = v;
+        pending.notify_on_exit = settings.exec.notify_on_exit;
+        pending.notify_on_exit_empty_success = settings.exec.notify_on_exit_empty_success;
+        PendingApproval registered = services->approvals->Register(std::move(pending));
+        ExecToolResult result;
+        result.pending = true;
+        result.host = host_name;
+        result.warnings = plan.warnings;
+        result.json =
+            RenderApprovalPending({registered.id, registered.expires_ms, host_name, request.command,
+                                   plan.cwd, v.allowed_decisions, plan.warnings});
+        return result;
+      }
+      // No route to an operator (the one-shot CLI): askFallback decides now.
+      policy::FallbackOutcome fallback = policy::ResolveAskFallback(v);
+      if (!fallback.approved)
+        return Refused("approval-required", HeadlessDenial(v, fallback.reason));
+      plan.command = fallback.command;
+      plan.warnings.push_back(std::string("Warning: approval needed (") + v.reason +
+                              ") but no operator can answer without `sandrun serve`; askFallback=" +
+                              policy::SecurityName(v.ask_fallback) + " allowed it.");
+    } else {
+      plan.command = v.command;
+    }
+    if (Status used = RecordApprovalUse(state_dir, *evaluated, request.command); !used) {
+      PrintWarning("the approvals file was not updated: " + used.error().ToString());
+    }
+  }
   if ((request.background || request.yield_ms) && !background_available) {
     // Background sessions outlive a call only through `sandrun serve` (SPEC §2.2), and only
     // while the tool policy allows `process` (OpenClaw's allowBackground).
@@ -183,16 +324,9 @@ ExecToolResult RunExecTool(const GlobalOptions& global, const policy::Caller& ca
   if (background_available) {
     // The server: every run has a yield window; past it (or at once with background:true) the
     // run becomes a background session and the call answers `running`.
-    sessions::SessionMeta meta;
-    meta.scope = sessions::Scope{services->tenant, caller.agent_id, caller.session_key};
-    meta.command = request.command;
-    meta.cwd = plan.cwd;
-    meta.host = result.host;
-    meta.pty = plan.pty;
-    meta.timeout_ms = plan.timeout_ms;
-    meta.notify_on_exit = settings.exec.notify_on_exit;
-    meta.notify_on_exit_empty_success = settings.exec.notify_on_exit_empty_success;
-    auto session = services->sessions->Begin(meta);
+    BackgroundRun run{request.command, settings.exec.notify_on_exit,
+                      settings.exec.notify_on_exit_empty_success};
+    auto session = BeginSession(*services, caller, plan, run);
     if (!session) return Internal(session.error().ToString());
     auto process = executor->Start(plan, (*session)->Sink());
     if (!process) {

@@ -3,14 +3,17 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "runner/api/cli_context.h"
 #include "runner/api/tool_call.h"
 #include "runner/config/settings.h"
 #include "runner/policy/exec_request.h"
+#include "runner/policy/gate.h"
 #include "sandbox/base/deadline.h"
 #include "sandbox/executors/output.h"
+#include "sandbox/executors/plan.h"
 
 namespace sandrun::sessions {
 class SessionManager;
@@ -21,6 +24,8 @@ class Executor;
 
 namespace sandrun::api {
 
+class ApprovalBroker;
+
 // What only a long-running server has: background sessions and executors that outlive a call.
 // Without it (the one-shot CLI) every exec runs in the foreground.
 struct ExecServices {
@@ -28,6 +33,9 @@ struct ExecServices {
   std::shared_ptr<exec::Executor> docker;  // created on first sandbox use when null
   std::shared_ptr<exec::Executor> host;
   std::string tenant;  // the token's tenant ("" for a local server)
+  // Pending approvals (the server). Without it an exec that needs an approval has no route to
+  // an operator: askFallback decides at once (OpenClaw's headless runs).
+  ApprovalBroker* approvals = nullptr;
 };
 
 struct ExecToolResult {
@@ -40,6 +48,7 @@ struct ExecToolResult {
   std::vector<std::string> warnings;  // OpenClaw's Warning: lines for the result text
   std::string json;                   // the one JSON object `sandrun call` prints
   bool running = false;               // became a background session (json is the `running` result)
+  bool pending = false;  // waits for an operator's approval (json is `approval-pending`)
 };
 
 // Runs one exec request for `caller` (the CLI: provider "cli", the OS user). `live` receives
@@ -49,6 +58,38 @@ struct ExecToolResult {
 ExecToolResult RunExecTool(const GlobalOptions& global, const policy::Caller& caller,
                            const policy::ExecRequest& request, const exec::LiveSink& live,
                            const CancelToken* cancel, ExecServices* services = nullptr);
+
+// Everything before the executor: the state dir, config, tool policy, the gate's decision and
+// plan, the script preflight. `refusal` is set where the call stops (with `internal` for
+// sandrun's own failures); `decided` says whether `decision` was reached. With `for_check`
+// (`sandrun policy check`), a sandbox decision stops before preparing a container (no plan).
+struct PreparedCall {
+  std::string state_dir;
+  config::AgentSettings settings;
+  bool background_allowed = false;
+  bool decided = false;
+  policy::Decision decision;
+  policy::GateContext ctx;  // ctx.settings points at `settings`: PreparedCall never moves
+  std::optional<policy::GatedPlan> gated;
+  std::optional<ToolError> refusal;
+  bool internal = false;
+};
+std::unique_ptr<PreparedCall> PrepareCall(const GlobalOptions& global, const policy::Caller& caller,
+                                          const policy::ExecRequest& request, bool for_check);
+// The approvals flow's input for a prepared call with a plan.
+struct CallApprovalsInput;
+CallApprovalsInput ApprovalsInputFor(const PreparedCall& call, const policy::Caller& caller,
+                                     const policy::ExecRequest& request);
+
+// Starts `plan` as a background session of `caller` (the server): the session id. Used for
+// runs past their yield window and for approved commands.
+struct BackgroundRun {
+  std::string command;  // shown in the session list
+  bool notify_on_exit = true;
+  bool notify_on_exit_empty_success = false;
+};
+Result<std::string> StartBackgroundSession(ExecServices& services, const policy::Caller& caller,
+                                           const exec::Plan& plan, const BackgroundRun& run);
 
 // The caller the CLI speaks for: provider "cli", the OS user's name, the agent and session of
 // the global options.

@@ -14,8 +14,10 @@
 #include <variant>
 
 #include "runner/api/apply_patch_tool.h"
+#include "runner/api/approval_broker.h"
 #include "runner/api/exec_tool.h"
 #include "runner/api/http_server.h"
+#include "runner/api/policy_cmd.h"
 #include "runner/api/server_client.h"
 #include "runner/api/tool_call.h"
 #include "runner/config/config.h"
@@ -165,6 +167,20 @@ int RunServeCommand(const GlobalOptions& global, const ServeOptions& options) {
   } else {
     PrintWarning("sandbox calls will fail: " + client.error().ToString());
   }
+  // Approved commands run as background sessions of the caller that asked.
+  ApprovalBroker broker(
+      *state_dir,
+      [&services](const PendingApproval& p, const std::string& command) -> Result<std::string> {
+        exec::Plan plan = p.gated.plan;
+        plan.command = command;
+        ExecServices run_services = services;
+        run_services.tenant = p.tenant;
+        return StartBackgroundSession(
+            run_services, p.caller, plan,
+            {p.command, p.notify_on_exit, p.notify_on_exit_empty_success});
+      },
+      [&events](const std::string& type, const std::string& json) { events.Publish(type, json); });
+  services.approvals = &broker;
   std::atomic<uint64_t> requests{0}, refused{0};
 
   HttpServer server;
@@ -251,6 +267,41 @@ int RunServeCommand(const GlobalOptions& global, const ServeOptions& options) {
     return JsonReply(result.refused ? 400 : 200, result.json);
   });
 
+  server.Route("POST", "/v1/policy/check", [&](const HttpRequestInfo& r) {
+    ++requests;
+    auto parsed = ParseToolCall(r.body);
+    if (auto* error = std::get_if<ToolError>(&parsed)) {
+      ++refused;
+      return JsonReply(400, RenderError(*error));
+    }
+    const ToolCall& call = std::get<ToolCall>(parsed);
+    if (call.tool != "exec") {
+      ++refused;
+      return ErrorReply(400, "invalid-request", "POST /v1/policy/check takes exec tool calls");
+    }
+    GlobalOptions g = request_global(r);
+    return JsonReply(200, PolicyCheckJson(g, ApiCaller(r, g), call.exec));
+  });
+
+  server.Route("GET", "/v1/approvals", [&](const HttpRequestInfo&) {
+    return JsonReply(200, broker.ListJson(services.tenant));
+  });
+  server.RoutePrefix("POST", "/v1/approvals/", [&](const HttpRequestInfo& r) {
+    ++requests;
+    const std::string id = r.path.substr(std::string("/v1/approvals/").size());
+    auto doc = ParseJson(r.body);
+    if (!doc || !doc->IsObject() || !JsonMember(*doc, "decision") ||
+        !JsonMember(*doc, "decision")->IsString()) {
+      ++refused;
+      return ErrorReply(400, "invalid-request",
+                        "POST /v1/approvals/{id} takes {\"decision\": \"allow-once|allow-always|"
+                        "deny\"}");
+    }
+    ApprovalBroker::Answer a = broker.Decide(id, JsonString(*doc, "decision"), services.tenant);
+    if (a.status != 200) ++refused;
+    return JsonReply(a.status, a.json);
+  });
+
   server.RouteStream("/v1/events", [&](const HttpRequestInfo&, const EventWriter& write,
                                        const std::atomic<bool>& stopping) {
     auto sub = events.Subscribe();
@@ -292,6 +343,7 @@ int RunServeCommand(const GlobalOptions& global, const ServeOptions& options) {
   server.Serve();  // returns once calls in flight are done
   served = true;
   signal_thread.join();
+  broker.Shutdown();
   manager.Shutdown(/*kill_host_processes=*/!options.keep_host_processes);
   std::fprintf(stderr, "sandrun: stopped\n");
   return kExitOk;

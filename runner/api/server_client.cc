@@ -96,14 +96,20 @@ bool ServerAnswers(const std::string& socket) {
   return reply && reply->status == 200;
 }
 
-Result<ServerReply> PostToServer(const std::string& socket, const std::string& path,
-                                 const std::string& body, const GlobalOptions& global) {
+Result<ServerReply> RequestServer(const std::string& socket, const std::string& method,
+                                  const std::string& path, const std::string& body,
+                                  const GlobalOptions& global) {
   std::map<std::string, std::string> headers = {{"X-Sandrun-Agent", global.agent},
                                                 {"X-Sandrun-Session", global.session},
                                                 {"X-Sandrun-Workspace", global.workspace}};
   // Long: a poll may wait up to 2 minutes and a foreground exec for its whole timeout.
-  return Exchange(socket, RequestHead("POST", path, headers, body.size()) + body,
+  return Exchange(socket, RequestHead(method, path, headers, body.size()) + body,
                   std::chrono::hours(24));
+}
+
+Result<ServerReply> PostToServer(const std::string& socket, const std::string& path,
+                                 const std::string& body, const GlobalOptions& global) {
+  return RequestServer(socket, "POST", path, body, global);
 }
 
 int ExitCodeFor(const ServerReply& reply) {

@@ -23,6 +23,10 @@ std::string ServerSocketPath(const GlobalOptions& global, const std::string& sta
 bool ServerAnswers(const std::string& socket);
 
 // POSTs `body` to `path` with the CLI's agent/session/workspace as headers.
+// Any method (GET /v1/approvals, ...); PostToServer is RequestServer with "POST".
+Result<ServerReply> RequestServer(const std::string& socket, const std::string& method,
+                                  const std::string& path, const std::string& body,
+                                  const GlobalOptions& global);
 Result<ServerReply> PostToServer(const std::string& socket, const std::string& path,
                                  const std::string& body, const GlobalOptions& global);
 

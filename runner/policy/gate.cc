@@ -256,7 +256,7 @@ Decision Decide(const config::AgentSettings& settings, const ExecRequest& reques
 
 bool NeedsLoginPath(const Decision& decision, const config::AgentSettings& settings,
                     const std::map<std::string, std::string>& host_env) {
-  if (!decision.allowed() || decision.needs_approval_flow) return false;
+  if (!decision.allowed()) return false;
   if (decision.effective_host != Host::kGateway || !settings.exec.login_shell_path) return false;
   if (auto v = Lookup(host_env, "SANDRUN_LOAD_SHELL_ENV")) {
     const std::string off = Lower(Trim(*v));
@@ -291,16 +291,6 @@ GateResult<GatedPlan> BuildPlan(const Decision& decision, const ExecRequest& req
     return GateError{"invalid-config", "internal: the gate was called without settings."};
   }
   const config::AgentSettings& s = *ctx.settings;
-  if (decision.needs_approval_flow) {
-    return GateError{
-        "approval-required",
-        std::string("exec denied: host=") + HostName(decision.effective_host) + " security=" +
-            SecurityName(decision.effective.security) + " ask=" + AskName(decision.effective.ask) +
-            " needs approvals and allowlists, which are not available yet (issue: approvals); "
-            "configure tools.exec.security=full and tools.exec.ask=off (tools.exec.mode=full), "
-            "or run in the sandbox."};
-  }
-
   GatedPlan out;
   out.decision = decision;
   exec::Plan& p = out.plan;

@@ -12,7 +12,8 @@
 // Refusal order (the first one wins): empty/invalid command -> invalid tools.exec.host ->
 // invalid per-call host -> invalid per-call security/ask -> elevated unavailable -> host not
 // allowed -> host=sandbox without a sandbox -> /approve command -> env violations -> explicit
-// deny -> node binding / no node -> (BuildPlan) approvals required -> unsafe sandbox settings.
+// deny -> node binding / no node -> (BuildPlan) unsafe sandbox settings. On gateway/node the
+// approvals flow (approval_flow.h) runs on the plan: allowlist, approvals file, inline eval.
 #pragma once
 
 #include <cstdint>
@@ -41,8 +42,8 @@ struct Decision {
   SecurityAsk effective;   // after per-call ask, elevated full and explicit deny
   // Allowlists and approvals gate gateway and node execution only (SPEC §3.6).
   bool approvals_apply = false;
-  // Gateway/node with security=allowlist or ask!=off: needs the approvals flow (a later issue);
-  // BuildPlan refuses (approval-required) rather than run without it.
+  // Gateway/node with security=allowlist or ask!=off by tools.exec alone: the approvals flow
+  // (approval_flow.h) decides after BuildPlan; the approvals file may tighten it further.
   bool needs_approval_flow = false;
   std::optional<GateError> refusal;
 

@@ -35,8 +35,8 @@ namespace sandrun::policy {
 //   denied                security=deny configured explicitly (any host)
 //   node-unavailable      host=node (no node hosts exist yet)
 //   node-not-allowed      per-call node differs from tools.exec.node
-//   approval-required     gateway/node with security=allowlist or ask!=off: approvals and
-//                         allowlists are a later issue, so the gate fails closed
+//   approval-required     an approval was needed and none can be given (no server to ask an
+//                         operator, and askFallback did not approve)
 //   invalid-config        the settings themselves are unusable (bad bind, host network, ...)
 struct GateError {
   std::string code;

@@ -54,16 +54,22 @@ Result<std::vector<std::string>> ListFilesRecursive(const std::string& dir) {
   return out;
 }
 
-Status WriteFileAtomic(const std::string& path, std::string_view content, unsigned mode,
-                       bool durable) {
-  // Unique per process and per call: threads of one process write concurrently too.
+Status WriteFileAtomic(const std::string& path, std::string_view content,
+                       const AtomicWriteOptions& options) {
+  // Unique per process and per call: threads of one process write concurrently too. A name left
+  // by a crashed process with a recycled pid is skipped (O_EXCL), never truncated or followed.
   static std::atomic<uint64_t> counter{0};
-  std::string tmp =
-      path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter.fetch_add(1));
-  UniqueFd fd(
-      ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, static_cast<mode_t>(mode)));
-  if (!fd.valid()) return Error::FromErrno(errno, "cannot create " + tmp);
-  ::fchmod(fd.get(), static_cast<mode_t>(mode));  // the umask must not widen or narrow it
+  std::string tmp;
+  UniqueFd fd;
+  for (int attempt = 0; !fd.valid(); ++attempt) {
+    tmp = path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter.fetch_add(1));
+    fd.reset(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                    static_cast<mode_t>(options.mode)));
+    if (!fd.valid() && (errno != EEXIST || attempt >= 100)) {
+      return Error::FromErrno(errno, "cannot create " + tmp);
+    }
+  }
+  ::fchmod(fd.get(), static_cast<mode_t>(options.mode));  // the umask must not widen or narrow it
   while (!content.empty()) {
     ssize_t n = ::write(fd.get(), content.data(), content.size());
     if (n < 0) {
@@ -74,7 +80,7 @@ Status WriteFileAtomic(const std::string& path, std::string_view content, unsign
     }
     content.remove_prefix(static_cast<size_t>(n));
   }
-  if (durable && ::fsync(fd.get()) != 0) {
+  if (options.durable && ::fsync(fd.get()) != 0) {
     Error e = Error::FromErrno(errno, "cannot fsync " + tmp);
     ::unlink(tmp.c_str());
     return e;
@@ -84,6 +90,13 @@ Status WriteFileAtomic(const std::string& path, std::string_view content, unsign
     Error e = Error::FromErrno(errno, "cannot rename " + tmp + " to " + path);
     ::unlink(tmp.c_str());
     return e;
+  }
+  if (options.sync_directory) {
+    std::string dir = std::filesystem::path(path).parent_path().string();
+    UniqueFd dir_fd(::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!dir_fd.valid() || ::fsync(dir_fd.get()) != 0) {
+      return Error::FromErrno(errno, "cannot fsync directory " + dir);
+    }
   }
   return Ok();
 }

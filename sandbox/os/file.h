@@ -15,10 +15,24 @@ Result<std::string> ReadFile(const std::string& path, size_t max_bytes = 64u << 
 // Regular files below `dir`, recursively, as paths relative to `dir`, sorted.
 Result<std::vector<std::string>> ListFilesRecursive(const std::string& dir);
 
-// Writes `content` to a temp file in the same directory, fsyncs it when `durable`, and renames
-// it over `path` (readers see the old or the new file, never a half-written one).
-Status WriteFileAtomic(const std::string& path, std::string_view content, unsigned mode,
-                       bool durable = true);
+struct AtomicWriteOptions {
+  unsigned mode = 0600;
+  bool durable = true;          // fsync the temp file before the rename
+  bool sync_directory = false;  // also fsync the directory after it, so the rename survives a crash
+};
+
+// Writes `content` to a new temp file "<path>.tmp-<pid>-<n>" in the same directory (created with
+// O_EXCL | O_NOFOLLOW and exactly `mode`, so it never reuses or follows anything already there),
+// fsyncs it when `durable`, and renames it over `path` (readers see the old or the new file,
+// never a half-written one). On failure the temp file is removed and `path` is untouched; a
+// crash can leave a "<path>.tmp-*" file behind, which callers serialising their writes with a
+// lock may delete.
+Status WriteFileAtomic(const std::string& path, std::string_view content,
+                       const AtomicWriteOptions& options);
+inline Status WriteFileAtomic(const std::string& path, std::string_view content, unsigned mode,
+                              bool durable = true) {
+  return WriteFileAtomic(path, content, AtomicWriteOptions{mode, durable, false});
+}
 
 // An exclusive advisory lock (flock) on `path`, created if missing; released on destruction.
 class FileLock {

@@ -1,0 +1,319 @@
+#include "runner/api/policy_cmd.h"
+
+#include <chrono>
+#include <cstdio>
+#include <optional>
+
+#include "runner/api/exec_approvals.h"
+#include "runner/api/exec_tool.h"
+#include "runner/api/server_client.h"
+#include "runner/config/approvals_file.h"
+#include "runner/config/state_dir.h"
+#include "runner/policy/host_resolution.h"
+#include "runner/policy/inline_eval.h"
+#include "sandbox/base/json.h"
+#include "sandbox/base/strings.h"
+
+namespace sandrun::api {
+namespace {
+
+void WriteStringOrNull(JsonWriter& w, const std::optional<std::string>& s) {
+  if (s) {
+    WriteJsonString(w, *s);
+  } else {
+    w.Null();
+  }
+}
+
+// The analysis part when the approvals flow did not run (sandbox, refused calls): the shell
+// analysis alone, nothing resolved or satisfied.
+policy::AllowlistEvaluation AnalysisOnly(const std::string& command) {
+  policy::AllowlistEvaluation e;
+  policy::ShellAnalysis a = policy::AnalyzeShellCommand(command);
+  e.analysis_ok = a.ok;
+  e.analysis_reason = a.reason;
+  for (const policy::ShellChainPart& part : a.parts) {
+    for (const policy::ShellSegment& seg : part.pipeline) {
+      policy::SegmentEvaluation s;
+      s.argv = seg.Argv();
+      s.inline_eval = policy::DetectInlineEval(s.argv);
+      if (s.inline_eval) e.inline_eval.push_back(*s.inline_eval);
+      e.segments.push_back(std::move(s));
+    }
+  }
+  return e;
+}
+
+std::vector<std::string> SplitEnvFlags(const std::vector<std::string>& flags,
+                                       policy::ExecRequest* request, std::string* error) {
+  std::vector<std::string> keys;
+  for (const auto& kv : flags) {
+    size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      *error = "--env takes KEY=VALUE, got \"" + kv + "\"";
+      return keys;
+    }
+    request->env[kv.substr(0, eq)] = kv.substr(eq + 1);
+    keys.push_back(kv.substr(0, eq));
+  }
+  return keys;
+}
+
+}  // namespace
+
+std::string PolicyCheckJson(const GlobalOptions& global, const policy::Caller& caller,
+                            const policy::ExecRequest& request) {
+  std::unique_ptr<PreparedCall> call = PrepareCall(global, caller, request, /*for_check=*/true);
+  std::string verdict = "allow";
+  std::string reason;
+  std::string security, ask;
+  std::optional<std::string> rewritten;
+  std::optional<policy::AllowlistEvaluation> eval;
+  if (call->decided) {
+    security = policy::SecurityName(call->decision.effective.security);
+    ask = policy::AskName(call->decision.effective.ask);
+  }
+  if (call->refusal) {
+    verdict = "deny";
+    reason = call->refusal->message;
+  } else if (call->gated && call->gated->decision.approvals_apply) {
+    CallApprovalsInput in = ApprovalsInputFor(*call, caller, request);
+    in.analyse_always = true;
+    auto evaluated = EvaluateCallApprovals(in);
+    if (!evaluated) {
+      verdict = "deny";
+      reason = evaluated.error().ToString();
+    } else {
+      const policy::ApprovalVerdict& v = evaluated->verdict;
+      verdict = policy::VerdictName(v.verdict);
+      reason = v.reason;
+      security = policy::SecurityName(v.security);
+      ask = policy::AskName(v.ask);
+      eval = v.eval;
+      if (v.eval.satisfied && v.security == config::Security::kAllowlist) {
+        rewritten = v.eval.rewritten;
+      }
+      if (v.verdict == policy::Verdict::kAsk &&
+          call->settings.exec.mode == config::ExecMode::kAuto &&
+          !call->settings.exec.reviewer.command.empty() && ReviewerEligible(v)) {
+        reason += " (mode auto: the reviewer is asked before an operator)";
+      }
+    }
+  } else {
+    reason = "sandboxed: allowlists and approvals apply to gateway and node only";
+  }
+  if (!eval) eval = AnalysisOnly(request.command);
+
+  rapidjson::StringBuffer buffer;
+  JsonWriter w(buffer);
+  w.StartObject();
+  w.Key("decision");
+  WriteJsonString(w, verdict);
+  w.Key("reason");
+  WriteJsonString(w, reason);
+  w.Key("host");
+  w.StartObject();
+  w.Key("requested");
+  WriteStringOrNull(w, request.host);
+  w.Key("configured");
+  WriteJsonString(w, call->settings.exec.host);
+  w.Key("effective");
+  WriteStringOrNull(
+      w, call->decided ? std::optional<std::string>(policy::HostName(call->decision.effective_host))
+                       : std::nullopt);
+  w.EndObject();
+  w.Key("security");
+  WriteJsonString(w, security);
+  w.Key("ask");
+  WriteJsonString(w, ask);
+  w.Key("analysis");
+  w.StartObject();
+  w.Key("ok");
+  w.Bool(eval->analysis_ok);
+  w.Key("reason");
+  WriteJsonString(w, eval->analysis_reason);
+  w.Key("segments");
+  w.StartArray();
+  for (const policy::SegmentEvaluation& s : eval->segments) {
+    w.StartObject();
+    w.Key("argv");
+    w.StartArray();
+    for (const std::string& a : s.argv) WriteJsonString(w, a);
+    w.EndArray();
+    w.Key("resolvedPath");
+    WriteJsonString(w, s.resolved_path);
+    w.Key("satisfiedBy");
+    WriteStringOrNull(
+        w, s.satisfied_by.empty() ? std::nullopt : std::optional<std::string>(s.satisfied_by));
+    if (!s.satisfied_by.empty() || s.miss.empty()) {
+      // nothing more to say
+    } else {
+      w.Key("miss");
+      WriteJsonString(w, s.miss);
+    }
+    w.EndObject();
+  }
+  w.EndArray();
+  w.EndObject();
+  w.Key("inlineEval");
+  w.StartArray();
+  for (const std::string& hit : eval->inline_eval) WriteJsonString(w, hit);
+  w.EndArray();
+  w.Key("rewritten");
+  WriteStringOrNull(w, rewritten);
+  w.EndObject();
+  return buffer.GetString();
+}
+
+int RunPolicyCheckCommand(const GlobalOptions& global, const PolicyCheckFlags& flags) {
+  policy::ExecRequest request;
+  for (const auto& part : flags.command) {
+    request.command += (request.command.empty() ? "" : " ") + part;
+  }
+  if (!flags.host.empty()) request.host = flags.host;
+  if (!flags.cwd.empty()) request.workdir = flags.cwd;
+  std::string error;
+  SplitEnvFlags(flags.env, &request, &error);
+  if (!error.empty()) {
+    PrintError(error);
+    return kExitRefused;
+  }
+  std::printf("%s\n", PolicyCheckJson(global, CliCaller(global), request).c_str());
+  return kExitOk;
+}
+
+namespace {
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+int PrintReply(const Result<ServerReply>& reply) {
+  if (!reply) {
+    PrintError(reply.error().ToString());
+    return kExitFailure;
+  }
+  std::printf("%s\n", reply->body.c_str());
+  return ExitCodeFor(*reply);
+}
+
+void WriteEntries(JsonWriter& w, const config::ApprovalsFile& file) {
+  w.StartObject();
+  for (const auto& [agent, section] : file.agents) {
+    w.Key(agent.c_str(), static_cast<rapidjson::SizeType>(agent.size()));
+    w.StartArray();
+    for (const config::AllowlistEntry& e : section.allowlist) {
+      w.StartObject();
+      w.Key("id");
+      WriteJsonString(w, e.id);
+      w.Key("pattern");
+      WriteJsonString(w, e.pattern);
+      w.Key("source");
+      WriteJsonString(w, e.source);
+      if (e.last_used_at) {
+        w.Key("lastUsedAt");
+        w.Int64(*e.last_used_at);
+      }
+      if (!e.last_resolved_path.empty()) {
+        w.Key("lastResolvedPath");
+        WriteJsonString(w, e.last_resolved_path);
+      }
+      w.EndObject();
+    }
+    w.EndArray();
+  }
+  w.EndObject();
+}
+
+}  // namespace
+
+int RunApprovalsCommand(const GlobalOptions& global, const ApprovalsFlags& flags) {
+  auto state_dir = config::StateDirPath();
+  if (!state_dir) {
+    PrintError(state_dir.error().ToString());
+    return kExitFailure;
+  }
+  const std::string path = config::ApprovalsPath(*state_dir);
+  const std::string socket = ServerSocketPath(global, *state_dir);
+  const bool server = ServerAnswers(socket);
+
+  if (flags.action == "approve") {
+    if (!server) {
+      PrintError(
+          "no running server: approvals are pending only in `sandrun serve` (without it, "
+          "askFallback decides at once)");
+      return kExitRefused;
+    }
+    rapidjson::StringBuffer body;
+    JsonWriter w(body);
+    w.StartObject();
+    w.Key("decision");
+    WriteJsonString(w, flags.decision);
+    w.EndObject();
+    return PrintReply(PostToServer(socket, "/v1/approvals/" + flags.id, body.GetString(), global));
+  }
+  if (flags.action == "allowlist-add" || flags.action == "allowlist-remove") {
+    if (Trim(flags.pattern).empty()) {
+      PrintError("give a pattern (a path glob such as ~/bin/rg or /usr/bin/*, or a name)");
+      return kExitRefused;
+    }
+    bool changed = false;
+    auto written = config::UpdateApprovals(path, [&](config::ApprovalsFile& file) -> Status {
+      changed = flags.action == "allowlist-add"
+                    ? config::AddAllowlistEntry(file, global.agent, Trim(flags.pattern), "operator",
+                                                NowMs())
+                    : config::RemoveAllowlistEntry(file, global.agent, Trim(flags.pattern));
+      return Ok();
+    });
+    if (!written) {
+      PrintError(written.error().ToString());
+      return kExitRefused;
+    }
+    if (flags.action == "allowlist-remove" && !changed) {
+      PrintError("agents." + global.agent + ".allowlist has no entry \"" + flags.pattern + "\"");
+      return kExitRefused;
+    }
+    std::fprintf(
+        stderr, "sandrun: %s %s agents.%s.allowlist: %s\n",
+        changed ? (flags.action == "allowlist-add" ? "added to" : "removed from") : "already in",
+        path.c_str(), global.agent.c_str(), flags.pattern.c_str());
+    return kExitOk;
+  }
+  // list / allowlist-list: the file's allowlists, and the server's pending approvals.
+  auto loaded = config::LoadApprovals(path);
+  if (!loaded) {
+    PrintError(loaded.error().ToString());
+    return kExitRefused;
+  }
+  for (const auto& warning : loaded->warnings) PrintWarning(warning);
+  std::string pending = "[]";
+  if (flags.action == "list" && server) {
+    auto reply = RequestServer(socket, "GET", "/v1/approvals", "", global);
+    if (reply && reply->status == 200) {
+      auto doc = ParseJson(reply->body);
+      if (doc && doc->IsObject()) {
+        if (const auto* p = JsonMember(*doc, "pending")) pending = ToJson(*p);
+      }
+    }
+  }
+  rapidjson::StringBuffer buffer;
+  JsonWriter w(buffer);
+  w.StartObject();
+  w.Key("file");
+  WriteJsonString(w, path);
+  w.Key("allowlists");
+  WriteEntries(w, loaded->file);
+  w.EndObject();
+  std::string out = buffer.GetString();
+  if (flags.action == "list") {
+    out.pop_back();
+    out +=
+        ",\"server\":" + std::string(server ? "true" : "false") + ",\"pending\":" + pending + "}";
+  }
+  std::printf("%s\n", out.c_str());
+  return kExitOk;
+}
+
+}  // namespace sandrun::api

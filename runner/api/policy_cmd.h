@@ -1,0 +1,44 @@
+// `sandrun policy check` (SPEC §6.6) and `sandrun approvals ...` (the operator side of §6.5).
+//
+// policy check runs the exec path's own preparation and approvals evaluation (PrepareCall,
+// EvaluateCallApprovals) without running anything and without contacting the engine, and prints
+// one JSON object, exit 0:
+//   {"decision":"allow|ask|deny","reason","host":{"requested","configured","effective"},
+//    "security","ask","analysis":{"ok","reason","segments":[{"argv","resolvedPath",
+//    "satisfiedBy"}]},"inlineEval":[...],"rewritten"}
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "runner/api/cli_context.h"
+#include "runner/policy/exec_request.h"
+
+namespace sandrun::api {
+
+// The policy check object for `request` made by `caller` (the server's POST /v1/policy/check
+// uses it too).
+std::string PolicyCheckJson(const GlobalOptions& global, const policy::Caller& caller,
+                            const policy::ExecRequest& request);
+
+struct PolicyCheckFlags {
+  std::string host;
+  std::string cwd;               // the command's workdir (relative to the workspace)
+  std::vector<std::string> env;  // K=V
+  std::vector<std::string> command;
+};
+int RunPolicyCheckCommand(const GlobalOptions& global, const PolicyCheckFlags& flags);
+
+struct ApprovalsFlags {
+  // list | approve | allowlist-add | allowlist-remove | allowlist-list
+  std::string action;
+  std::string id;        // approve: the id or its 8-character slug
+  std::string decision;  // approve: allow-once | allow-always | deny
+  std::string pattern;   // allowlist add/remove (remove also takes an entry id)
+  bool json = false;
+};
+// approve and list's pending part go through the running server (approvals are pending only
+// there); the allowlist is the approvals file, edited under its lock whether a server runs or not.
+int RunApprovalsCommand(const GlobalOptions& global, const ApprovalsFlags& flags);
+
+}  // namespace sandrun::api

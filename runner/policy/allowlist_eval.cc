@@ -1,0 +1,240 @@
+#include "runner/policy/allowlist_eval.h"
+
+#include <algorithm>
+
+#include "runner/policy/inline_eval.h"
+#include "sandbox/base/strings.h"
+
+namespace sandrun::policy {
+namespace {
+
+// sh -c "a && b" payloads are evaluated part by part to this depth (reference §5.5).
+constexpr int kMaxShellWrapperDepth = 3;
+constexpr std::string_view kExactCommandPrefix = "=command:";
+
+std::string DirName(const std::string& path) {
+  size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos) return "";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+std::string StripTrailingSlashes(std::string dir) {
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  return dir;
+}
+
+class Evaluator {
+ public:
+  Evaluator(const AllowlistInputs& in, AllowlistEvaluation* out) : in_(in), out_(out) {
+    if (in.entries != nullptr) {
+      patterns_.reserve(in.entries->size());
+      for (const config::AllowlistEntry& e : *in.entries) {
+        // The exact-command entries are looked up by hash, never matched as globs.
+        patterns_.push_back(std::string_view(e.pattern).starts_with(kExactCommandPrefix)
+                                ? std::string()
+                                : e.pattern);
+      }
+    }
+  }
+
+  // Evaluates every segment of `parts`, appending to `segments`; true when all are satisfied.
+  bool EvaluateParts(const std::vector<ShellChainPart>& parts, int depth,
+                     std::vector<SegmentEvaluation>* segments) {
+    bool all = true;
+    for (const ShellChainPart& part : parts) {
+      for (const ShellSegment& seg : part.pipeline) {
+        SegmentEvaluation s = EvaluateSegment(seg, depth);
+        if (s.satisfied_by.empty() || s.expands) all = false;
+        segments->push_back(std::move(s));
+      }
+    }
+    return all;
+  }
+
+ private:
+  SegmentEvaluation EvaluateSegment(const ShellSegment& seg, int depth) {
+    SegmentEvaluation s;
+    s.argv = seg.Argv();
+    s.expands = seg.Expands();
+    s.rewritten_argv = s.argv;
+    if (s.argv.empty()) {
+      s.miss = s.blocked = "empty command";
+      s.needs_exact_entry = true;
+      return s;
+    }
+    if (!seg.assignments.empty()) {
+      s.miss = s.blocked = "variable assignments before the command change its environment";
+      s.needs_exact_entry = true;
+      s.inline_eval = DetectInlineEval(s.argv);
+      if (s.inline_eval) out_->inline_eval.push_back(*s.inline_eval);
+      return s;
+    }
+    if (IsSafeBuiltin(s.argv[0])) {
+      s.satisfied_by = "safeBuiltins";
+      return s;
+    }
+    SegmentTarget t = ResolveSegment(s.argv, in_.resolve);
+    s.resolved_path = t.policy.real_path;
+    for (const auto& [index, resolution] : t.commands) {
+      if (resolution.resolved()) s.rewritten_argv[index] = resolution.resolved_path;
+    }
+    if (!t.effective_argv.empty()) {
+      s.inline_eval = DetectInlineEval(t.effective_argv);
+      if (s.inline_eval) out_->inline_eval.push_back(*s.inline_eval);
+    }
+    if (!t.blocked.empty()) {
+      s.miss = s.blocked = t.blocked;
+      s.needs_exact_entry = true;
+      return s;
+    }
+    const std::string exec_name =
+        t.effective_argv.empty() ? std::string() : CommandName(t.effective_argv[0]);
+
+    if (auto index = MatchAllowlist(patterns_, t.policy.Target(), in_.resolve.home)) {
+      s.satisfied_by = "allowlist";
+      s.entry = *index;
+      out_->used_entries.push_back(*index);
+    } else if (in_.safe_bins != nullptr && t.execution.resolved() &&
+               CheckSafeBinUsage(*in_.safe_bins, t.execution.real_path, t.effective_argv).ok) {
+      s.satisfied_by = "safeBins";
+    } else if (in_.auto_allow_skills && t.policy.via_path && t.policy.resolved() &&
+               IsSkillDir(DirName(t.policy.real_path))) {
+      s.satisfied_by = "skills";
+    } else if (IsShellName(exec_name) && depth < kMaxShellWrapperDepth &&
+               t.effective_argv.size() >= 3 && t.effective_argv[1] == "-c") {
+      EvaluateShellWrapper(t.effective_argv[2], depth, &s);
+    }
+    if (s.satisfied_by.empty() && s.miss.empty()) {
+      s.miss = t.policy.resolved() ? "no allowlist entry matches " + t.policy.real_path
+                                   : "\"" + s.argv[t.command_index] + "\" was not found";
+    }
+    AlwaysPattern(t, exec_name, &s);
+    return s;
+  }
+
+  // sh -c "a && b": a payload of several parts is satisfied when each of its segments is; a
+  // single command is not evaluated (it needs approval, reference §10).
+  void EvaluateShellWrapper(const std::string& payload, int depth, SegmentEvaluation* s) {
+    s->shell_wrapper = true;
+    ShellAnalysis inner = AnalyzeShellCommand(payload);
+    if (!inner.ok) {
+      s->miss = "the shell payload cannot be analysed (" + inner.reason + ")";
+      return;
+    }
+    if (inner.parts.size() < 2) {
+      s->miss = "a single-command shell payload needs approval";
+      return;
+    }
+    std::vector<SegmentEvaluation> parts;
+    bool all = EvaluateParts(inner.parts, depth + 1, &parts);
+    std::string patterns;
+    for (const SegmentEvaluation& p : parts) {
+      if (p.expands) s->expands = true;
+      if (p.needs_exact_entry) s->needs_exact_entry = true;
+      if (!p.always_pattern.empty()) {
+        patterns += (patterns.empty() ? "" : "\n") + p.always_pattern;
+      }
+      if (s->miss.empty() && p.satisfied_by.empty()) s->miss = "shell payload: " + p.miss;
+    }
+    s->always_pattern = patterns;  // several, newline-separated (split by the caller)
+    if (all) s->satisfied_by = "allowlist";
+  }
+
+  // reference §5.7: the resolved path, never a shell, an interpreter or a blocked wrapper.
+  void AlwaysPattern(const SegmentTarget& t, const std::string& exec_name, SegmentEvaluation* s) {
+    if (s->shell_wrapper) {
+      if (s->always_pattern.empty()) s->needs_exact_entry = true;
+      return;
+    }
+    if (IsShellName(exec_name) || IsInterpreterLike(exec_name) || !t.policy.resolved()) {
+      s->needs_exact_entry = true;
+      return;
+    }
+    s->always_pattern = t.policy.real_path;
+  }
+
+  bool IsSkillDir(const std::string& dir) const {
+    for (const std::string& d : in_.skill_bin_dirs) {
+      if (StripTrailingSlashes(d) == dir) return true;
+    }
+    return false;
+  }
+
+  const AllowlistInputs& in_;
+  AllowlistEvaluation* out_;
+  std::vector<std::string> patterns_;
+};
+
+// The parts with every word replaced by the segment's rewritten argv.
+std::vector<ShellChainPart> RewriteParts(std::vector<ShellChainPart> parts,
+                                         const std::vector<SegmentEvaluation>& segments) {
+  size_t n = 0;
+  for (ShellChainPart& part : parts) {
+    for (ShellSegment& seg : part.pipeline) {
+      const SegmentEvaluation& s = segments[n++];
+      for (size_t i = 0; i < seg.words.size() && i < s.rewritten_argv.size(); ++i) {
+        seg.words[i].text = s.rewritten_argv[i];
+      }
+    }
+  }
+  return parts;
+}
+
+}  // namespace
+
+bool IsSafeBuiltin(std::string_view word) {
+  return word == "cd" || word == "true" || word == "pwd" || word == ":" || word == "[" ||
+         word == "test";
+}
+
+AllowlistEvaluation EvaluateAllowlist(std::string_view command, const AllowlistInputs& inputs) {
+  AllowlistEvaluation out;
+  ShellAnalysis analysis = AnalyzeShellCommand(command);
+  out.analysis_ok = analysis.ok;
+  out.analysis_reason = analysis.reason;
+  if (!analysis.ok) return out;
+  out.parts = std::move(analysis.parts);
+
+  Evaluator evaluator(inputs, &out);
+  out.satisfied = evaluator.EvaluateParts(out.parts, 0, &out.segments);
+  if (out.satisfied) out.rewritten = RenderShellCommand(RewriteParts(out.parts, out.segments));
+
+  // Durable: the exact-command entry, or allow-always entries for every segment.
+  const std::string exact = config::ExactCommandPattern(command);
+  // A glob, brace or ~ word always needs approval, whatever the entries say.
+  bool all_always = !out.segments.empty();
+  for (const SegmentEvaluation& s : out.segments) {
+    if (s.expands || !s.entry || inputs.entries == nullptr ||
+        (*inputs.entries)[*s.entry].source != "allow-always") {
+      all_always = false;
+    }
+  }
+  bool has_exact = false;
+  if (inputs.entries != nullptr) {
+    has_exact = std::any_of(inputs.entries->begin(), inputs.entries->end(),
+                            [&](const config::AllowlistEntry& e) { return e.pattern == exact; });
+  }
+  out.durable = all_always || has_exact;
+
+  // allow-always: the segments' paths, or the exact command when one yields nothing.
+  bool exact_needed = false;
+  for (const SegmentEvaluation& s : out.segments) {
+    if (s.needs_exact_entry || s.expands) exact_needed = true;
+    size_t start = 0;
+    const std::string& p = s.always_pattern;
+    while (start < p.size()) {
+      size_t end = p.find('\n', start);
+      if (end == std::string::npos) end = p.size();
+      std::string one = p.substr(start, end - start);
+      if (!one.empty() && std::find(out.always_patterns.begin(), out.always_patterns.end(), one) ==
+                              out.always_patterns.end()) {
+        out.always_patterns.push_back(one);
+      }
+      start = end + 1;
+    }
+  }
+  if (exact_needed) out.always_patterns = {exact};
+  return out;
+}
+
+}  // namespace sandrun::policy

@@ -1,0 +1,75 @@
+// Evaluating a command against an allowlist (reference §5.5, §5.7, §4.4 step 5; SPEC §6.1-6.5):
+// the shell analysis, every segment resolved and satisfied by the allowlist, a safe bin, a safe
+// builtin or a trusted skill bin; the rewritten command that runs when all are satisfied; the
+// inline-eval hits; the patterns allow-always would persist. Pure apart from the file probes in
+// ResolveContext.
+//
+// Pattern of use:
+//   AllowlistInputs in{.entries = &resolved.allowlist, .safe_bins = &bins, .resolve = rc};
+//   AllowlistEvaluation e = EvaluateAllowlist(command, in);
+//   if (e.satisfied) run(e.rewritten);
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runner/config/approvals_file.h"
+#include "runner/policy/command_resolution.h"
+#include "runner/policy/safe_bins.h"
+#include "runner/policy/shell_analysis.h"
+
+namespace sandrun::policy {
+
+struct AllowlistInputs {
+  const std::vector<config::AllowlistEntry>* entries = nullptr;  // may be null: no entries
+  const SafeBinSettings* safe_bins = nullptr;                    // may be null: no safe bins
+  bool auto_allow_skills = false;
+  std::vector<std::string> skill_bin_dirs;  // trusted skill bin dirs (absolute)
+  ResolveContext resolve;
+};
+
+struct SegmentEvaluation {
+  std::vector<std::string> argv;  // as parsed
+  std::string resolved_path;      // the policy target (realpath); "" when unresolved
+  // "allowlist" | "safeBins" | "safeBuiltins" | "skills" | "" (not satisfied)
+  std::string satisfied_by;
+  std::optional<size_t> entry;  // the matching allowlist entry (index into inputs.entries)
+  std::string blocked;          // why it can never be satisfied automatically
+  std::string miss;             // why it is not satisfied (blocked, unresolved, no match, ...)
+  bool expands = false;         // a glob, brace or ~ word: always needs approval
+  std::optional<std::string> inline_eval;   // "python3 -c", "awk inline program", ...
+  bool shell_wrapper = false;               // sh -c "a && b" evaluated part by part
+  std::vector<std::string> rewritten_argv;  // commands replaced by their resolved paths
+  // allow-always: the pattern this segment would persist ("" = none: shell, interpreter,
+  // builtin, blocked or unresolved).
+  std::string always_pattern;
+  // For allow-always: nothing derivable from this segment (forces the exact-command entry).
+  bool needs_exact_entry = false;
+};
+
+struct AllowlistEvaluation {
+  bool analysis_ok = false;
+  std::string analysis_reason;  // the analyser's category when !analysis_ok
+  std::vector<ShellChainPart> parts;
+  std::vector<SegmentEvaluation> segments;  // every pipeline segment of every part, in order
+  // Analysis ok, every segment satisfied and none expands.
+  bool satisfied = false;
+  std::vector<std::string> inline_eval;  // hits, in segment order (shell-wrapper payloads too)
+  std::string rewritten;                 // the command that runs when satisfied ("" otherwise)
+  // Every segment matched an entry whose source is "allow-always", or the exact-command entry
+  // for this command exists (reference §4.4 step 3).
+  bool durable = false;
+  std::vector<size_t> used_entries;  // entries that matched (bookkeeping)
+  // What allow-always persists: path patterns, or one "=command:<hash>" entry when some segment
+  // yields none. Empty when nothing may be persisted (inline eval is handled by the caller).
+  std::vector<std::string> always_patterns;
+};
+
+// The commands satisfied without an allowlist entry (reference §10): cd true pwd : [ test.
+bool IsSafeBuiltin(std::string_view word);
+
+AllowlistEvaluation EvaluateAllowlist(std::string_view command, const AllowlistInputs& inputs);
+
+}  // namespace sandrun::policy

@@ -1,0 +1,214 @@
+#include "runner/policy/command_resolution.h"
+
+#include <climits>
+#include <cstdlib>
+
+#include "runner/policy/env_policy.h"
+#include "runner/policy/inline_eval.h"
+#include "runner/policy/sandbox_spec.h"
+#include "sandbox/base/strings.h"
+
+namespace sandrun::policy {
+namespace {
+
+// Wrappers that change who runs a command, its scheduling or its I/O buffering: a segment
+// using one is never satisfied automatically (reference §5.3, §10: stdbuf is blocked too).
+constexpr std::string_view kBlockedWrappers[] = {
+    "sudo",   "doas",    "su",         "pkexec",       "runuser", "chrt",   "ionice",
+    "setsid", "taskset", "stdbuf",     "nsenter",      "unshare", "chroot", "setpriv",
+    "capsh",  "script",  "caffeinate", "sandbox-exec", "xcrun",   "arch",   "flock",
+    "watch",  "exec",    "eval",       "command",      "builtin", "sg",     "newgrp"};
+
+bool IsBlockedWrapper(std::string_view name) {
+  for (std::string_view w : kBlockedWrappers) {
+    if (name == w) return true;
+  }
+  return false;
+}
+
+bool IsMultiplexer(std::string_view name) { return name == "busybox" || name == "toybox"; }
+
+bool AllDigits(std::string_view s) {
+  if (s.empty()) return false;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+  }
+  return true;
+}
+
+// A duration for timeout(1): digits with an optional fraction and one unit suffix.
+bool IsDuration(std::string_view s) {
+  if (!s.empty() && (s.back() == 's' || s.back() == 'm' || s.back() == 'h' || s.back() == 'd')) {
+    s.remove_suffix(1);
+  }
+  size_t dot = s.find('.');
+  if (dot == std::string_view::npos) return AllDigits(s);
+  return (dot == 0 || AllDigits(s.substr(0, dot))) && AllDigits(s.substr(dot + 1));
+}
+
+// Where the wrapped command starts in argv (after `at`, the wrapper), or an explanation.
+struct Unwrap {
+  size_t next = 0;
+  std::string blocked;
+};
+
+Unwrap UnwrapDispatch(std::string_view name, const std::vector<std::string>& argv, size_t at) {
+  size_t i = at + 1;
+  auto need_command = [&](size_t idx) -> Unwrap {
+    if (idx >= argv.size()) return {0, std::string(name) + " without a command"};
+    return {idx, ""};
+  };
+  if (name == "env") {
+    // Transparent only without modifiers: `env ls`, `env -- ls`.
+    if (i < argv.size() && argv[i] == "--") ++i;
+    if (i < argv.size() && (argv[i].starts_with("-") || argv[i].find('=') != std::string::npos)) {
+      return {0, "env with options or assignments changes the environment"};
+    }
+    return need_command(i);
+  }
+  if (name == "nohup") {
+    if (i < argv.size() && argv[i] == "--") ++i;
+    if (i < argv.size() && argv[i].starts_with("-")) return {0, "nohup with options"};
+    return need_command(i);
+  }
+  if (name == "nice") {
+    if (i < argv.size() && argv[i] == "-n" && i + 1 < argv.size()) {
+      i += 2;
+    } else if (i < argv.size() &&
+               (argv[i].starts_with("-n") || argv[i].starts_with("--adjustment="))) {
+      ++i;
+    } else if (i < argv.size() && argv[i].size() > 1 && argv[i][0] == '-' &&
+               AllDigits(std::string_view(argv[i]).substr(1))) {
+      ++i;
+    }
+    if (i < argv.size() && argv[i] == "--") ++i;
+    if (i < argv.size() && argv[i].starts_with("-")) return {0, "nice with unknown options"};
+    return need_command(i);
+  }
+  if (name == "time") {
+    while (i < argv.size() && (argv[i] == "-p" || argv[i] == "--portability")) ++i;
+    if (i < argv.size() && argv[i] == "--") ++i;
+    if (i < argv.size() && argv[i].starts_with("-")) return {0, "time with unknown options"};
+    return need_command(i);
+  }
+  if (name == "timeout") {
+    while (i < argv.size() && argv[i].starts_with("-") && argv[i] != "--") {
+      const std::string& o = argv[i];
+      if (o == "-s" || o == "-k" || o == "--signal" || o == "--kill-after") {
+        i += 2;
+      } else if (o.starts_with("--signal=") || o.starts_with("--kill-after=") ||
+                 (o.size() > 2 && (o.starts_with("-s") || o.starts_with("-k"))) ||
+                 o == "--preserve-status" || o == "--foreground" || o == "-v" || o == "--verbose") {
+        ++i;
+      } else {
+        return {0, "timeout with unknown option " + o};
+      }
+    }
+    if (i < argv.size() && argv[i] == "--") ++i;
+    if (i >= argv.size() || !IsDuration(argv[i])) return {0, "timeout without a duration"};
+    return need_command(i + 1);
+  }
+  return {0, ""};
+}
+
+bool IsDispatchWrapper(std::string_view name) {
+  return name == "env" || name == "nohup" || name == "nice" || name == "time" || name == "timeout";
+}
+
+}  // namespace
+
+std::string SystemRealPath(const std::string& path) {
+  char buf[PATH_MAX];
+  if (::realpath(path.c_str(), buf) == nullptr) return "";
+  return buf;
+}
+
+std::string CommandName(std::string_view word) {
+  size_t slash = word.find_last_of('/');
+  if (slash != std::string_view::npos) word.remove_prefix(slash + 1);
+  return Lower(word);
+}
+
+MatchTarget ExecutableResolution::Target() const {
+  MatchTarget t;
+  t.invoked = raw;
+  t.via_path = via_path;
+  t.resolved_path = real_path.empty() ? resolved_path : real_path;
+  if (!resolved()) t.cwd_path = cwd_path;
+  return t;
+}
+
+ExecutableResolution ResolveExecutable(const std::string& word, const ResolveContext& ctx) {
+  ExecutableResolution r;
+  r.raw = word;
+  if (word.empty()) return r;
+  const IsExecutableFn& is_exec =
+      ctx.is_executable ? ctx.is_executable : IsExecutableFn(StatIsExecutable);
+  const RealPathFn& real = ctx.real_path ? ctx.real_path : RealPathFn(SystemRealPath);
+  std::string candidate;
+  if (word.find('/') != std::string::npos || word == "~" || word.starts_with("~/")) {
+    std::string path = word;
+    if (path == "~" || path.starts_with("~/")) path = ctx.home + path.substr(1);
+    if (path.empty() || path[0] != '/') path = ctx.cwd + "/" + path;
+    r.cwd_path = NormalizePosixPath(path);
+    if (is_exec(r.cwd_path)) candidate = r.cwd_path;
+  } else {
+    r.via_path = true;
+    for (const std::string& dir : SplitPathList(ctx.path)) {
+      if (dir.empty() || dir[0] != '/') continue;  // never relative PATH entries
+      std::string p = dir + "/" + word;
+      if (is_exec(p)) {
+        candidate = NormalizePosixPath(p);
+        break;
+      }
+    }
+  }
+  if (candidate.empty()) return r;
+  r.resolved_path = candidate;
+  r.real_path = real(candidate);
+  if (r.real_path.empty()) r.real_path = candidate;
+  return r;
+}
+
+SegmentTarget ResolveSegment(const std::vector<std::string>& argv, const ResolveContext& ctx) {
+  SegmentTarget t;
+  t.argv = argv;
+  if (argv.empty()) {
+    t.blocked = "empty command";
+    return t;
+  }
+  size_t at = 0;
+  for (int depth = 0;; ++depth) {
+    ExecutableResolution here = ResolveExecutable(argv[at], ctx);
+    t.commands.emplace_back(at, here);
+    const std::string name = CommandName(argv[at]);
+    if (IsBlockedWrapper(name)) {
+      t.blocked = name + " is never allowed automatically";
+      break;
+    }
+    if (!IsDispatchWrapper(name)) break;
+    if (depth >= kMaxDispatchWrapperDepth) {
+      t.blocked = "more than " + std::to_string(kMaxDispatchWrapperDepth) + " nested wrappers";
+      break;
+    }
+    Unwrap u = UnwrapDispatch(name, argv, at);
+    if (!u.blocked.empty()) {
+      t.blocked = u.blocked;
+      break;
+    }
+    at = u.next;
+  }
+  t.command_index = at;
+  t.effective_argv.assign(argv.begin() + static_cast<std::ptrdiff_t>(at), argv.end());
+  t.execution = t.commands.back().second;
+  t.policy = t.execution;
+  // busybox sh -c ...: the policy target stays busybox, what runs is the applet's shell.
+  if (t.blocked.empty() && IsMultiplexer(CommandName(t.effective_argv[0])) &&
+      t.effective_argv.size() > 1 && IsShellName(CommandName(t.effective_argv[1]))) {
+    t.effective_argv.erase(t.effective_argv.begin());
+    t.command_index = at + 1;
+  }
+  return t;
+}
+
+}  // namespace sandrun::policy
