@@ -293,13 +293,23 @@ ExecOutcome DockerExecutor::Finish(const Plan& plan, const std::string& exec_id,
   // A long or killed run may have left orphans behind (a fork bomb's children are reparented to
   // the container's init, out of reach of the tree kill): if they hold the pids limit, the
   // container can run nothing more. Remove it; the next call gets a fresh one.
+  // The orphans' count swings while they keep trying to fork, so a suspicious count is sampled
+  // again and three quarters of the limit counts as exhausted.
   if (outcome.status != ExecOutcome::Status::kExited || outcome.duration_ms >= 1000) {
-    auto pids =
-        client_->ContainerPids(container, {Deadline::After(std::chrono::seconds(5)), nullptr});
-    if (pids && pids->limit > 0 && pids->current * 10 >= pids->limit * 9) {
-      outcome.warnings.push_back("Sandbox container " + container + " has " +
-                                 std::to_string(pids->current) + " of " +
-                                 std::to_string(pids->limit) +
+    int64_t peak = 0, limit = 0;
+    for (int sample = 0; sample < 4; ++sample) {
+      if (sample > 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      auto pids =
+          client_->ContainerPids(container, {Deadline::After(std::chrono::seconds(5)), nullptr});
+      if (!pids || pids->limit <= 0) break;
+      limit = pids->limit;
+      peak = std::max<int64_t>(peak, pids->current);
+      // Done: clearly exhausted, or clearly healthy (a quarter or less is never resampled).
+      if (peak * 4 >= limit * 3 || peak * 4 <= limit) break;
+    }
+    if (limit > 0 && peak * 4 >= limit * 3) {
+      outcome.warnings.push_back("Sandbox container " + container + " has " + std::to_string(peak) +
+                                 " of " + std::to_string(limit) +
                                  " processes left after the command; removed it (the next call "
                                  "gets a fresh one).");
       (void)client_->RemoveContainer(container, true);

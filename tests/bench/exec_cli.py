@@ -50,6 +50,35 @@ def home(config):
     return d, env
 
 
+FLOOR_SOURCE = r"""
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+extern char **environ;
+int main(int argc, char **argv) {
+  char *sh[] = {"sh", "-c", "true", 0};
+  if (argc > 1) {  /* fork+wait, like a runner that keeps its timeout and collects output */
+    pid_t pid;
+    int status;
+    if (posix_spawn(&pid, "/bin/sh", 0, 0, sh, environ) != 0) return 127;
+    waitpid(pid, &status, 0);
+    return WEXITSTATUS(status);
+  }
+  execve("/bin/sh", sh, environ);  /* in place: the least a separate binary can cost */
+  return 127;
+}
+"""
+
+
+def build_floor_runners(directory):
+    src = os.path.join(directory, "floor.c")
+    exe = os.path.join(directory, "floor")
+    with open(src, "w") as f:
+        f.write(FLOOR_SOURCE)
+    subprocess.run(["cc", "-O2", "-static", "-o", exe, src], check=True)
+    return exe, exe + " spawn"
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=30)
@@ -70,11 +99,18 @@ def main():
     print(f"(1) sandbox one-shot: sandrun exec {a:7.2f} ms | docker exec {b:7.2f} ms | "
           f"ratio {a / b:.3f} (target <= 0.9)")
 
-    # (2) gateway
+    # (2) gateway, with the floor of any runner binary: a static C program that does nothing but
+    # exec("/bin/sh", "-c", "true") in place (no fork, no policy, no output handling), and one
+    # that forks the shell and waits, as a runner must to keep a timeout and collect output.
     gw_home, gw_env = home({"sandbox": {"mode": "off"}})
-    a, b = hyperfine([f"{SANDRUN} exec -- true", "sh -c true"], args.runs, gw_env)
+    gw_env["SANDRUN_LOAD_SHELL_ENV"] = os.environ.get("SANDRUN_LOAD_SHELL_ENV", "1")
+    floor_exec, floor_spawn = build_floor_runners(gw_home)
+    a, b, c, d = hyperfine([f"{SANDRUN} exec -- true", "sh -c true", floor_exec, floor_spawn],
+                           args.runs, gw_env)
     print(f"(2) gateway one-shot: sandrun exec {a:7.2f} ms | sh -c true  {b:7.2f} ms | "
           f"ratio {a / b:.3f} (target <= 1.5)")
+    print(f"    floor: exec-in-place runner {c:7.2f} ms ({c / b:.3f}x), "
+          f"fork+wait runner {d:7.2f} ms ({d / b:.3f}x)")
 
     # (3) first exec in a new scope
     new_home, new_env = home({"sandbox": {"scope": "session", "docker": {"image": args.image}}})
