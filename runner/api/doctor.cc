@@ -7,6 +7,7 @@
 #include <chrono>
 
 #include "runner/config/state_dir.h"
+#include "runner/policy/safe_bins.h"
 #include "sandbox/docker/client.h"
 #include "sandbox/docker/image_build.h"
 #include "sandbox/harden/container_preset.h"
@@ -184,6 +185,16 @@ void ProfileChecks(std::vector<DoctorCheck>& checks) {
     checks.push_back(Check("profile", Level::kOk,
                            "containers/" + name + ".json: network " + preset->network_mode +
                                ", seccomp " + preset->seccomp_profile));
+  }
+  for (const std::string& name : list("safe-bins")) {
+    auto bins = policy::LoadSafeBinProfiles(dir, name);
+    if (!bins) {
+      checks.push_back(Check("profile", Level::kFail, bins.error().ToString(), fix));
+      continue;
+    }
+    checks.push_back(Check(
+        "profile", Level::kOk,
+        "safe-bins/" + name + ".json: " + std::to_string(bins->size()) + " safe-bin profiles"));
   }
 }
 
