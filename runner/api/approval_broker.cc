@@ -5,16 +5,11 @@
 
 #include "runner/api/exec_approvals.h"
 #include "runner/config/approvals_file.h"
+#include "sandbox/base/clock.h"
 #include "sandbox/base/json.h"
 
 namespace sandrun::api {
 namespace {
-
-int64_t SystemNowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 std::string ResolvedJson(const PendingApproval& p, const std::string& decision, bool approved,
                          const std::string& session_id, const std::string& text) {
@@ -74,7 +69,7 @@ ApprovalBroker::ApprovalBroker(std::string state_dir, RunFn run, PublishFn publi
     : state_dir_(std::move(state_dir)),
       run_(std::move(run)),
       publish_(std::move(publish)),
-      now_ms_(now_ms ? std::move(now_ms) : NowFn(SystemNowMs)),
+      now_ms_(now_ms ? std::move(now_ms) : NowFn(UnixMillis)),
       timer_([this] { TimerLoop(); }) {}
 
 ApprovalBroker::~ApprovalBroker() { Shutdown(); }

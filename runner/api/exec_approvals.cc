@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include "runner/policy/host_resolution.h"
+#include "sandbox/base/clock.h"
 #include "sandbox/base/deadline.h"
 #include "sandbox/base/json.h"
 #include "sandbox/base/strings.h"
@@ -19,15 +20,7 @@
 extern char** environ;
 
 namespace sandrun::api {
-namespace {
-
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-}  // namespace
+namespace {}  // namespace
 
 Result<const std::map<std::string, policy::SafeBinProfile>*> BuiltinSafeBinProfiles() {
   static std::mutex mu;
@@ -73,11 +66,11 @@ Status RecordApprovalUse(const std::string& state_dir, const CallApprovals& appr
     uses.emplace_back(approvals.approvals.allowlist[*s.entry].id, s.resolved_path);
   }
   if (uses.empty()) return Ok();
-  auto written = config::UpdateApprovals(config::ApprovalsPath(state_dir),
-                                         [&](config::ApprovalsFile& file) -> Status {
-                                           config::RecordAllowlistUse(file, uses, command, NowMs());
-                                           return Ok();
-                                         });
+  auto written = config::UpdateApprovals(
+      config::ApprovalsPath(state_dir), [&](config::ApprovalsFile& file) -> Status {
+        config::RecordAllowlistUse(file, uses, command, UnixMillis());
+        return Ok();
+      });
   if (!written) return std::move(written).error();
   return Ok();
 }
@@ -86,7 +79,7 @@ Status PersistAllowAlways(const std::string& state_dir, const std::string& agent
                           const std::vector<std::string>& patterns) {
   auto written = config::UpdateApprovals(
       config::ApprovalsPath(state_dir), [&](config::ApprovalsFile& file) -> Status {
-        const int64_t now = NowMs();
+        const int64_t now = UnixMillis();
         for (const std::string& p : patterns) {
           config::AddAllowlistEntry(file, agent, p, "allow-always", now);
         }

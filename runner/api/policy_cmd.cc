@@ -11,6 +11,7 @@
 #include "runner/config/state_dir.h"
 #include "runner/policy/host_resolution.h"
 #include "runner/policy/inline_eval.h"
+#include "sandbox/base/clock.h"
 #include "sandbox/base/json.h"
 #include "sandbox/base/strings.h"
 
@@ -184,12 +185,6 @@ int RunPolicyCheckCommand(const GlobalOptions& global, const PolicyCheckFlags& f
 
 namespace {
 
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 int PrintReply(const Result<ServerReply>& reply) {
   if (!reply) {
     PrintError(reply.error().ToString());
@@ -263,7 +258,7 @@ int RunApprovalsCommand(const GlobalOptions& global, const ApprovalsFlags& flags
     auto written = config::UpdateApprovals(path, [&](config::ApprovalsFile& file) -> Status {
       changed = flags.action == "allowlist-add"
                     ? config::AddAllowlistEntry(file, global.agent, Trim(flags.pattern), "operator",
-                                                NowMs())
+                                                UnixMillis())
                     : config::RemoveAllowlistEntry(file, global.agent, Trim(flags.pattern));
       return Ok();
     });

@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
+#include <functional>
 #include <list>
 #include <mutex>
 #include <thread>
@@ -212,18 +213,28 @@ int RunServeCommand(const GlobalOptions& global, const ServeOptions& options) {
     return g;
   };
 
-  server.Route("POST", "/v1/tools/exec", [&](const HttpRequestInfo& r) {
-    ++requests;
-    auto parsed = ParseToolCall(r.body);
-    if (auto* error = std::get_if<ToolError>(&parsed)) {
-      ++refused;
-      return JsonReply(400, RenderError(*error));
-    }
-    const ToolCall& call = std::get<ToolCall>(parsed);
-    if (call.tool != "exec") {
-      ++refused;
-      return ErrorReply(400, "invalid-request", "POST /v1/tools/exec takes exec tool calls");
-    }
+  // POST routes that take one tool call of one kind: counted, parsed, and refused with 400 when
+  // the body is not such a call.
+  using ToolHandler = std::function<HttpReply(const HttpRequestInfo&, const ToolCall&)>;
+  auto tool_route = [&](const std::string& path, const std::string& tool, ToolHandler handle) {
+    server.Route("POST", path, [&, path, tool, handle](const HttpRequestInfo& r) {
+      ++requests;
+      auto parsed = ParseToolCall(r.body);
+      if (auto* error = std::get_if<ToolError>(&parsed)) {
+        ++refused;
+        return JsonReply(400, RenderError(*error));
+      }
+      const ToolCall& call = std::get<ToolCall>(parsed);
+      if (call.tool != tool) {
+        ++refused;
+        return ErrorReply(400, "invalid-request",
+                          "POST " + path + " takes " + tool + " tool calls");
+      }
+      return handle(r, call);
+    });
+  };
+
+  tool_route("/v1/tools/exec", "exec", [&](const HttpRequestInfo& r, const ToolCall& call) {
     GlobalOptions g = request_global(r);
     policy::Caller caller = ApiCaller(r, g);
     ExecServices call_services = services;  // shared executors, never replaced while serving
@@ -233,24 +244,13 @@ int RunServeCommand(const GlobalOptions& global, const ServeOptions& options) {
     return JsonReply(status, result.json);
   });
 
-  server.Route("POST", "/v1/tools/apply_patch", [&](const HttpRequestInfo& r) {
-    ++requests;
-    auto parsed = ParseToolCall(r.body);
-    if (auto* error = std::get_if<ToolError>(&parsed)) {
-      ++refused;
-      return JsonReply(400, RenderError(*error));
-    }
-    const ToolCall& call = std::get<ToolCall>(parsed);
-    if (call.tool != "apply_patch") {
-      ++refused;
-      return ErrorReply(400, "invalid-request",
-                        "POST /v1/tools/apply_patch takes apply_patch tool calls");
-    }
-    GlobalOptions g = request_global(r);
-    ApplyPatchToolResult result = RunApplyPatchTool(g, ApiCaller(r, g), call.apply_patch);
-    if (result.refused) ++refused;
-    return JsonReply(result.refused ? 400 : result.internal ? 500 : 200, result.json);
-  });
+  tool_route(
+      "/v1/tools/apply_patch", "apply_patch", [&](const HttpRequestInfo& r, const ToolCall& call) {
+        GlobalOptions g = request_global(r);
+        ApplyPatchToolResult result = RunApplyPatchTool(g, ApiCaller(r, g), call.apply_patch);
+        if (result.refused) ++refused;
+        return JsonReply(result.refused ? 400 : result.internal ? 500 : 200, result.json);
+      });
 
   server.Route("POST", "/v1/tools/process", [&](const HttpRequestInfo& r) {
     ++requests;
@@ -267,18 +267,7 @@ int RunServeCommand(const GlobalOptions& global, const ServeOptions& options) {
     return JsonReply(result.refused ? 400 : 200, result.json);
   });
 
-  server.Route("POST", "/v1/policy/check", [&](const HttpRequestInfo& r) {
-    ++requests;
-    auto parsed = ParseToolCall(r.body);
-    if (auto* error = std::get_if<ToolError>(&parsed)) {
-      ++refused;
-      return JsonReply(400, RenderError(*error));
-    }
-    const ToolCall& call = std::get<ToolCall>(parsed);
-    if (call.tool != "exec") {
-      ++refused;
-      return ErrorReply(400, "invalid-request", "POST /v1/policy/check takes exec tool calls");
-    }
+  tool_route("/v1/policy/check", "exec", [&](const HttpRequestInfo& r, const ToolCall& call) {
     GlobalOptions g = request_global(r);
     return JsonReply(200, PolicyCheckJson(g, ApiCaller(r, g), call.exec));
   });

@@ -18,6 +18,7 @@
 #include <system_error>
 
 #include "runner/config/json_lines.h"
+#include "sandbox/base/clock.h"
 #include "sandbox/base/json.h"
 #include "sandbox/base/sha256.h"
 #include "sandbox/base/strings.h"
@@ -396,12 +397,6 @@ T ResolveField(const ApprovalsFile& file, const std::string& agent_id,
   return fallback;
 }
 
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 std::string DirectoryOf(const std::string& path) {
   std::string dir = std::filesystem::path(path).parent_path().string();
   return dir.empty() ? "." : dir;
@@ -501,7 +496,7 @@ int RenameNoReplace(const std::string& from, const std::string& to) {
 // Called with the lock held: keeps the unparsable file as <path>.corrupt-<ms> and returns the
 // parse error saying so.
 Error MoveAside(const std::string& path, Error parse_error) {
-  std::string base = path + ".corrupt-" + std::to_string(NowMs());
+  std::string base = path + ".corrupt-" + std::to_string(UnixMillis());
   std::string aside = base;
   int rc = -1;
   for (int i = 1; i <= 100; ++i) {
@@ -534,19 +529,10 @@ void RemoveStaleTemps(const std::string& path) {
 
 Result<ApprovalsFile> ParseApprovals(std::string_view text, const std::string& path,
                                      std::vector<std::string>* warnings) {
-  std::string_view body = text;
-  if (body.starts_with("\xEF\xBB\xBF")) body.remove_prefix(3);  // a UTF-8 byte order mark
-  if (SkipJsonTrivia(body, 0, false) == body.size()) return ApprovalsFile{};
-  if (size_t deep = FindJsonNestingDeeperThan(body, kMaxNesting); deep != std::string_view::npos) {
-    return Error(ErrorCode::kInvalidArgument, JsonSourcePosition(body, deep, path) +
-                                                  ": objects and arrays nested deeper than " +
-                                                  std::to_string(kMaxNesting) + " levels");
-  }
-  JsonParseOptions options;
-  options.allow_comments_and_trailing_commas = true;
-  options.source_name = path;
-  SANDRUN_ASSIGN_OR_RETURN(rapidjson::Document doc, ParseJson(body, options));
-  SANDRUN_ASSIGN_OR_RETURN(JsonLines lines, JsonLines::Build(body, path));
+  SANDRUN_ASSIGN_OR_RETURN(std::optional<JsonFile> json, ParseJsonFile(text, path, kMaxNesting));
+  if (!json) return ApprovalsFile{};
+  const JsonLines& lines = json->lines;
+  const rapidjson::Document& doc = json->doc;
   return Parser(lines, warnings).Parse(doc);
 }
 

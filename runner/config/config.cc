@@ -499,20 +499,10 @@ Result<Config> LoadConfig(const std::string& path, bool must_exist) {
     return std::move(text).error();
   }
   config.source_path = path;
-  std::string_view body = *text;
-  if (body.starts_with("\xEF\xBB\xBF")) body.remove_prefix(3);       // a UTF-8 byte order mark
-  if (SkipJsonTrivia(body, 0, false) == body.size()) return config;  // empty: the defaults
-
-  if (size_t deep = FindJsonNestingDeeperThan(body, kMaxNesting); deep != std::string_view::npos) {
-    return Error(ErrorCode::kInvalidArgument, JsonSourcePosition(body, deep, path) +
-                                                  ": objects and arrays nested deeper than " +
-                                                  std::to_string(kMaxNesting) + " levels");
-  }
-  JsonParseOptions options;
-  options.allow_comments_and_trailing_commas = true;
-  options.source_name = path;
-  SANDRUN_ASSIGN_OR_RETURN(rapidjson::Document doc, ParseJson(body, options));
-  SANDRUN_ASSIGN_OR_RETURN(JsonLines lines, JsonLines::Build(body, path));
+  SANDRUN_ASSIGN_OR_RETURN(std::optional<JsonFile> json, ParseJsonFile(*text, path, kMaxNesting));
+  if (!json) return config;  // empty: the defaults
+  const JsonLines& lines = json->lines;
+  const rapidjson::Document& doc = json->doc;
 
   Loader loader(lines);
   SANDRUN_RETURN_IF_ERROR(loader.Load(doc, &config));

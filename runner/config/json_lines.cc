@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <utility>
 
+#include "sandbox/base/json.h"
+
 namespace sandrun::config {
 namespace {
 
@@ -269,6 +271,24 @@ std::string JsonLines::Where(const std::string& path, bool at_key) const {
 size_t JsonLines::Line(const std::string& path) const {
   auto it = positions_.find(path);
   return it == positions_.end() ? 0 : LineColumn(it->second.value_offset).first;
+}
+
+Result<std::optional<JsonFile>> ParseJsonFile(std::string_view text, const std::string& source_name,
+                                              size_t max_depth) {
+  std::string_view body = text;
+  if (body.starts_with("\xEF\xBB\xBF")) body.remove_prefix(3);  // a UTF-8 byte order mark
+  if (SkipJsonTrivia(body, 0, false) == body.size()) return std::optional<JsonFile>();
+  if (size_t deep = FindJsonNestingDeeperThan(body, max_depth); deep != std::string_view::npos) {
+    return Error(ErrorCode::kInvalidArgument, JsonSourcePosition(body, deep, source_name) +
+                                                  ": objects and arrays nested deeper than " +
+                                                  std::to_string(max_depth) + " levels");
+  }
+  JsonParseOptions options;
+  options.allow_comments_and_trailing_commas = true;
+  options.source_name = source_name;
+  SANDRUN_ASSIGN_OR_RETURN(rapidjson::Document doc, ParseJson(body, options));
+  SANDRUN_ASSIGN_OR_RETURN(JsonLines lines, JsonLines::Build(body, source_name));
+  return std::optional<JsonFile>(JsonFile{std::move(doc), std::move(lines)});
 }
 
 }  // namespace sandrun::config

@@ -10,7 +10,10 @@
 //   std::string where = lines.Where("tools.exec.host");  // "config.json:3:15"
 #pragma once
 
+#include <rapidjson/document.h>
+
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -69,5 +72,16 @@ class JsonLines {
   std::vector<size_t> line_starts_;
   std::unordered_map<std::string, Position> positions_;
 };
+
+// One of sandrun's JSON files (config.json, exec-approvals.json) read the same way: a byte order
+// mark skipped, comments and trailing commas allowed, nesting limited to `max_depth`, duplicate
+// keys refused, every error "<source>:L:C: reason". nullopt for a text with nothing but
+// whitespace and comments. `lines` refers to `text`, which must outlive it.
+struct JsonFile {
+  rapidjson::Document doc;
+  JsonLines lines;
+};
+Result<std::optional<JsonFile>> ParseJsonFile(std::string_view text, const std::string& source_name,
+                                              size_t max_depth = 64);
 
 }  // namespace sandrun::config
