@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "runner/policy/env_policy.h"
 #include "runner/policy/inline_eval.h"
 #include "sandbox/base/strings.h"
 
@@ -26,6 +27,9 @@ std::string StripTrailingSlashes(std::string dir) {
 class Evaluator {
  public:
   Evaluator(const AllowlistInputs& in, AllowlistEvaluation* out) : in_(in), out_(out) {
+    resolve_ = in.resolve;
+    if (resolve_.path_entries.empty()) resolve_.path_entries = SplitPathList(resolve_.path);
+    if (resolve_.scan == nullptr) resolve_.scan = &scan_;
     if (in.entries != nullptr) {
       patterns_.reserve(in.entries->size());
       for (const config::AllowlistEntry& e : *in.entries) {
@@ -73,7 +77,7 @@ class Evaluator {
       s.satisfied_by = "safeBuiltins";
       return s;
     }
-    SegmentTarget t = ResolveSegment(s.argv, in_.resolve);
+    SegmentTarget t = ResolveSegment(s.argv, resolve_);
     s.resolved_path = t.policy.real_path;
     for (const auto& [index, resolution] : t.commands) {
       if (resolution.resolved()) s.rewritten_argv[index] = resolution.resolved_path;
@@ -161,6 +165,8 @@ class Evaluator {
   }
 
   const AllowlistInputs& in_;
+  ResolveContext resolve_;  // in_.resolve with PATH split once
+  PathScan scan_;           // PATH directories stat'ed once for this evaluation
   AllowlistEvaluation* out_;
   std::vector<std::string> patterns_;
 };
@@ -199,8 +205,13 @@ AllowlistEvaluation EvaluateAllowlist(std::string_view command, const AllowlistI
   out.satisfied = evaluator.EvaluateParts(out.parts, 0, &out.segments);
   if (out.satisfied) out.rewritten = RenderShellCommand(RewriteParts(out.parts, out.segments));
 
-  // Durable: the exact-command entry, or allow-always entries for every segment.
-  const std::string exact = config::ExactCommandPattern(command);
+  // Durable: the exact-command entry, or allow-always entries for every segment. (The hash is
+  // computed only when some entry or allow-always needs it.)
+  std::string exact;
+  auto exact_pattern = [&]() -> const std::string& {
+    if (exact.empty()) exact = config::ExactCommandPattern(command);
+    return exact;
+  };
   // A glob, brace or ~ word always needs approval, whatever the entries say.
   bool all_always = !out.segments.empty();
   for (const SegmentEvaluation& s : out.segments) {
@@ -212,7 +223,10 @@ AllowlistEvaluation EvaluateAllowlist(std::string_view command, const AllowlistI
   bool has_exact = false;
   if (inputs.entries != nullptr) {
     has_exact = std::any_of(inputs.entries->begin(), inputs.entries->end(),
-                            [&](const config::AllowlistEntry& e) { return e.pattern == exact; });
+                            [&](const config::AllowlistEntry& e) {
+                              return std::string_view(e.pattern).starts_with(kExactCommandPrefix) &&
+                                     e.pattern == exact_pattern();
+                            });
   }
   out.durable = all_always || has_exact;
 
@@ -233,7 +247,7 @@ AllowlistEvaluation EvaluateAllowlist(std::string_view command, const AllowlistI
       start = end + 1;
     }
   }
-  if (exact_needed) out.always_patterns = {exact};
+  if (exact_needed) out.always_patterns = {exact_pattern()};
   return out;
 }
 

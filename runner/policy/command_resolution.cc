@@ -1,7 +1,14 @@
 #include "runner/policy/command_resolution.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <climits>
 #include <cstdlib>
+#include <map>
+#include <mutex>
+#include <set>
 
 #include "runner/policy/env_policy.h"
 #include "runner/policy/inline_eval.h"
@@ -138,35 +145,166 @@ MatchTarget ExecutableResolution::Target() const {
   return t;
 }
 
+namespace {
+
+// A path that NormalizePosixPath would return unchanged (the common case for PATH entries).
+bool IsCleanAbsolute(std::string_view p) {
+  if (p.empty() || p[0] != '/') return false;
+  if (p.size() > 1 && p.back() == '/') return false;
+  return p.find("//") == std::string_view::npos && p.find("/./") == std::string_view::npos &&
+         p.find("/../") == std::string_view::npos && !p.ends_with("/.") && !p.ends_with("/..");
+}
+
+// The real path of a directory, remembered for the process: PATH directories are few and their
+// own symlinks (merged /usr) do not change under a running runner.
+std::string RealDirectory(const std::string& dir) {
+  static std::mutex mu;
+  static std::map<std::string, std::string> memo;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = memo.find(dir);
+  if (it != memo.end()) return it->second;
+  std::string real = SystemRealPath(dir);
+  if (memo.size() < 256) memo.emplace(dir, real);
+  return real;
+}
+
+// One lstat per candidate (the system's own probes): a regular file with an execute bit for
+// us, or a symlink, followed as access(2) would. Fills the real path cheaply when the file is
+// not a link: the directory's real path (remembered) plus the name.
+bool ProbeCandidate(const std::string& candidate, size_t name_at, std::string* real) {
+  struct stat st {};
+  if (::lstat(candidate.c_str(), &st) != 0) return false;
+  if (S_ISLNK(st.st_mode)) {
+    if (!StatIsExecutable(candidate)) return false;
+    *real = SystemRealPath(candidate);
+    return true;
+  }
+  if (!S_ISREG(st.st_mode)) return false;
+  static const uid_t euid = ::geteuid();  // a runner does not change its ids
+  static const gid_t egid = ::getegid();
+  const mode_t bits = euid == 0           ? (S_IXUSR | S_IXGRP | S_IXOTH)
+                      : st.st_uid == euid ? S_IXUSR
+                      : st.st_gid == egid ? S_IXGRP
+                                          : S_IXOTH;
+  if ((st.st_mode & bits) == 0) {
+    // Supplementary groups and ACLs: let the kernel decide for the rare in-between case.
+    if ((st.st_mode & (S_IXUSR | S_IXGRP | S_IXOTH)) == 0 ||
+        ::access(candidate.c_str(), X_OK) != 0) {
+      return false;
+    }
+  }
+  const std::string dir = name_at <= 1 ? "/" : candidate.substr(0, name_at - 1);
+  const std::string real_dir = RealDirectory(dir);
+  if (real_dir.empty()) {
+    *real = SystemRealPath(candidate);
+  } else {
+    *real = (real_dir == "/" ? "" : real_dir) + "/" + candidate.substr(name_at);
+  }
+  return true;
+}
+
+struct AbsentNames {
+  uint64_t dev = 0, ino = 0;
+  int64_t mtime_ns = 0;
+  std::set<std::string> names;
+};
+
+std::mutex& AbsentMutex() {
+  static std::mutex mu;
+  return mu;
+}
+std::map<std::string, AbsentNames>& AbsentStore() {
+  static std::map<std::string, AbsentNames> store;
+  return store;
+}
+constexpr size_t kMaxAbsentNames = 4096;  // per directory: a bound, not a working-set guess
+
+}  // namespace
+
+const PathScan::View& PathScan::Snapshot(const std::string& dir) {
+  auto it = views_.find(dir);
+  if (it != views_.end()) return it->second;
+  View v;
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    v.ok = true;
+    v.dev = st.st_dev;
+    v.ino = st.st_ino;
+    v.mtime_ns = int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec;
+  }
+  return views_.emplace(dir, v).first->second;
+}
+
+bool PathScan::MayContain(const std::string& dir, const std::string& name) {
+  const View& v = Snapshot(dir);
+  if (!v.ok) return false;  // not a directory (any more): nothing to find in it
+  std::lock_guard<std::mutex> lock(AbsentMutex());
+  auto it = AbsentStore().find(dir);
+  if (it == AbsentStore().end()) return true;
+  const AbsentNames& a = it->second;
+  if (a.dev != v.dev || a.ino != v.ino || a.mtime_ns != v.mtime_ns) return true;
+  return a.names.count(name) == 0;
+}
+
+void PathScan::RecordAbsent(const std::string& dir, const std::string& name) {
+  const View& v = Snapshot(dir);
+  if (!v.ok) return;
+  std::lock_guard<std::mutex> lock(AbsentMutex());
+  AbsentNames& a = AbsentStore()[dir];
+  if (a.dev != v.dev || a.ino != v.ino || a.mtime_ns != v.mtime_ns) {
+    a = AbsentNames{v.dev, v.ino, v.mtime_ns, {}};
+  }
+  if (a.names.size() < kMaxAbsentNames) a.names.insert(name);
+}
+
 ExecutableResolution ResolveExecutable(const std::string& word, const ResolveContext& ctx) {
   ExecutableResolution r;
   r.raw = word;
   if (word.empty()) return r;
+  // Injected probes (tests) are used as given; otherwise one lstat per candidate.
+  const bool injected = ctx.is_executable || ctx.real_path;
   const IsExecutableFn& is_exec =
       ctx.is_executable ? ctx.is_executable : IsExecutableFn(StatIsExecutable);
   const RealPathFn& real = ctx.real_path ? ctx.real_path : RealPathFn(SystemRealPath);
-  std::string candidate;
+  auto probe = [&](const std::string& candidate, size_t name_at) {
+    if (!injected) return ProbeCandidate(candidate, name_at, &r.real_path);
+    if (!is_exec(candidate)) return false;
+    r.real_path = real(candidate);
+    return true;
+  };
+  std::string found;
   if (word.find('/') != std::string::npos || word == "~" || word.starts_with("~/")) {
     std::string path = word;
     if (path == "~" || path.starts_with("~/")) path = ctx.home + path.substr(1);
     if (path.empty() || path[0] != '/') path = ctx.cwd + "/" + path;
     r.cwd_path = NormalizePosixPath(path);
-    if (is_exec(r.cwd_path)) candidate = r.cwd_path;
+    const size_t slash = r.cwd_path.find_last_of('/');
+    if (probe(r.cwd_path, slash + 1)) found = r.cwd_path;
   } else {
     r.via_path = true;
-    for (const std::string& dir : SplitPathList(ctx.path)) {
+    const std::vector<std::string> split =
+        ctx.path_entries.empty() ? SplitPathList(ctx.path) : std::vector<std::string>();
+    const std::vector<std::string>& dirs = ctx.path_entries.empty() ? split : ctx.path_entries;
+    for (const std::string& dir : dirs) {
       if (dir.empty() || dir[0] != '/') continue;  // never relative PATH entries
+      const bool scanned = ctx.scan != nullptr && !injected && IsCleanAbsolute(dir);
+      if (scanned && !ctx.scan->MayContain(dir, word)) continue;
       std::string p = dir + "/" + word;
-      if (is_exec(p)) {
-        candidate = NormalizePosixPath(p);
+      if (!IsCleanAbsolute(dir)) p = NormalizePosixPath(p);
+      errno = 0;  // ENOENT below means the lstat found no entry at all
+      if (probe(p, p.size() - word.size())) {
+        found = std::move(p);
         break;
       }
+      if (scanned && errno == ENOENT) ctx.scan->RecordAbsent(dir, word);
     }
   }
-  if (candidate.empty()) return r;
-  r.resolved_path = candidate;
-  r.real_path = real(candidate);
-  if (r.real_path.empty()) r.real_path = candidate;
+  if (found.empty()) {
+    r.real_path.clear();
+    return r;
+  }
+  r.resolved_path = found;
+  if (r.real_path.empty()) r.real_path = found;
   return r;
 }
 

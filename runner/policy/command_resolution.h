@@ -11,7 +11,9 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,12 +27,42 @@ namespace sandrun::policy {
 using RealPathFn = std::function<std::string(const std::string& path)>;
 std::string SystemRealPath(const std::string& path);
 
+// Remembers, per process, which names are absent from which PATH directories, keyed by the
+// directory's identity and modification time: a directory is stat'ed once per evaluation and
+// the failed lookups of earlier evaluations are skipped while it is unchanged (an added,
+// removed or renamed entry changes the directory's mtime). Found files are always probed again.
+// One PathScan lives for one evaluation (not thread-safe); the store behind it is shared.
+class PathScan {
+ public:
+  // Whether `dir` may hold `name`: false only when an earlier lookup found it absent and the
+  // directory has not changed since.
+  bool MayContain(const std::string& dir, const std::string& name);
+  // Records that `dir` has no executable `name` (as of this evaluation's view of `dir`).
+  void RecordAbsent(const std::string& dir, const std::string& name);
+
+ private:
+  struct View {
+    bool ok = false;
+    uint64_t dev = 0, ino = 0;
+    int64_t mtime_ns = 0;
+  };
+  const View& Snapshot(const std::string& dir);
+  std::map<std::string, View> views_;
+};
+
 struct ResolveContext {
-  std::string path;              // PATH of the command's environment (after the login-PATH merge)
-  std::string cwd;               // absolute: where the command runs
-  std::string home;              // for a leading ~ in a command word
-  IsExecutableFn is_executable;  // empty: StatIsExecutable
-  RealPathFn real_path;          // empty: SystemRealPath
+  std::string path;  // PATH of the command's environment (after the login-PATH merge)
+  std::string cwd;   // absolute: where the command runs
+  std::string home;  // for a leading ~ in a command word
+  // `path` already split (SplitPathList), when the caller resolves many words: else split here.
+  std::vector<std::string> path_entries;
+  // Probes for tests. When both are empty (production) each candidate costs one lstat(2) and
+  // the real path is the directory's (remembered per process) plus the name, unless the file
+  // is itself a symlink.
+  IsExecutableFn is_executable;
+  RealPathFn real_path;
+  // For many lookups in one evaluation (the allowlist evaluator sets it): see PathScan.
+  PathScan* scan = nullptr;
 };
 
 struct ExecutableResolution {

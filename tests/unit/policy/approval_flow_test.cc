@@ -6,6 +6,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <set>
 #include <string>
 #include <vector>
@@ -404,6 +406,42 @@ TEST(AskFallbackTest, FollowsAskFallback) {
   v.ask_fallback = Security::kFull;
   v.inline_eval_required = true;  // a fallback never approves an inline eval
   EXPECT_FALSE(ResolveAskFallback(v).approved);
+}
+
+}  // namespace
+}  // namespace sandrun::policy
+
+namespace sandrun::policy {
+namespace {
+
+// The real-file-system lookup with a PathScan: a name absent from a directory is skipped while
+// the directory is unchanged, and found as soon as it appears or becomes executable.
+TEST(PathScanTest, AbsentNamesAreForgottenWhenTheDirectoryChanges) {
+  char templ[] = "/tmp/sandrun-pathscan-XXXXXX";
+  ASSERT_NE(mkdtemp(templ), nullptr);
+  const std::string dir = templ;
+  ResolveContext ctx;
+  ctx.path = dir;
+  ctx.cwd = "/";
+  auto resolve = [&] {
+    PathScan scan;
+    ctx.scan = &scan;
+    return ResolveExecutable("pathscan-tool", ctx);
+  };
+  EXPECT_FALSE(resolve().resolved());
+  EXPECT_FALSE(resolve().resolved());  // remembered as absent: still correct
+  const std::string tool = dir + "/pathscan-tool";
+  { std::ofstream(tool) << "#!/bin/sh\n"; }
+  std::filesystem::permissions(tool, std::filesystem::perms::owner_read);
+  EXPECT_FALSE(resolve().resolved()) << "not executable yet";
+  std::filesystem::permissions(tool, std::filesystem::perms::owner_all);
+  ExecutableResolution r = resolve();  // chmod does not change the directory: never cached
+  EXPECT_TRUE(r.resolved());
+  EXPECT_EQ(r.resolved_path, tool);
+  EXPECT_EQ(r.real_path, std::filesystem::canonical(tool).string());
+  std::filesystem::remove(tool);
+  EXPECT_FALSE(resolve().resolved());
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
