@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <memory>
@@ -45,11 +46,18 @@ Result<CallApprovals> EvaluateCallApprovals(const CallApprovalsInput& in) {
   if (out.approvals.sources["autoAllowSkills"] == "built-in") {
     out.approvals.auto_allow_skills = in.settings->exec.auto_allow_skills;
   }
-  SANDRUN_ASSIGN_OR_RETURN(const auto* builtin, BuiltinSafeBinProfiles());
   policy::ApprovalInputs ai;
   ai.settings = in.settings;
   ai.approvals = out.approvals;
-  ai.builtin_safe_bin_profiles = builtin;
+  // The safe-bin profiles matter only when the allowlist is consulted (not for full/off).
+  const bool full_off =
+      std::min(in.decision->effective.security, out.approvals.security) ==
+          config::Security::kFull &&
+      std::max(in.decision->effective.ask, out.approvals.ask) == config::Ask::kOff &&
+      !in.settings->exec.strict_inline_eval;
+  if (!full_off || in.analyse_always) {
+    SANDRUN_ASSIGN_OR_RETURN(ai.builtin_safe_bin_profiles, BuiltinSafeBinProfiles());
+  }
   ai.resolve.path = in.path;
   ai.resolve.cwd = in.cwd;
   ai.resolve.home = in.home;
