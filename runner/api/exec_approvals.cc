@@ -68,15 +68,40 @@ Result<CallApprovals> EvaluateCallApprovals(const CallApprovalsInput& in) {
 
 Status RecordApprovalUse(const std::string& state_dir, const CallApprovals& approvals,
                          const std::string& command) {
-  std::vector<std::pair<std::string, std::string>> uses;
+  struct Use {
+    std::string id, pattern, resolved_path;
+  };
+  std::vector<Use> uses;
   for (const policy::SegmentEvaluation& s : approvals.verdict.eval.segments) {
     if (!s.entry || *s.entry >= approvals.approvals.allowlist.size()) continue;
-    uses.emplace_back(approvals.approvals.allowlist[*s.entry].id, s.resolved_path);
+    const config::AllowlistEntry& e = approvals.approvals.allowlist[*s.entry];
+    uses.push_back({e.id, e.pattern, s.resolved_path});
   }
   if (uses.empty()) return Ok();
   auto written = config::UpdateApprovals(
       config::ApprovalsPath(state_dir), [&](config::ApprovalsFile& file) -> Status {
-        config::RecordAllowlistUse(file, uses, command, UnixMillis());
+        // A hand-written entry without an id got a fresh one at each read: find it by pattern.
+        auto has_id = [&](const std::string& id) {
+          for (const auto& [agent, section] : file.agents) {
+            for (const config::AllowlistEntry& e : section.allowlist) {
+              if (e.id == id) return true;
+            }
+          }
+          return false;
+        };
+        std::vector<std::pair<std::string, std::string>> ids;
+        for (const Use& u : uses) {
+          std::string id = u.id;
+          if (!has_id(id)) {
+            for (const auto& [agent, section] : file.agents) {
+              for (const config::AllowlistEntry& e : section.allowlist) {
+                if (e.pattern == u.pattern) id = e.id;
+              }
+            }
+          }
+          ids.emplace_back(id, u.resolved_path);
+        }
+        config::RecordAllowlistUse(file, ids, command, UnixMillis());
         return Ok();
       });
   if (!written) return std::move(written).error();

@@ -254,6 +254,19 @@ int RunApprovalsCommand(const GlobalOptions& global, const ApprovalsFlags& flags
       PrintError("give a pattern (a path glob such as ~/bin/rg or /usr/bin/*, or a name)");
       return kExitRefused;
     }
+    if (flags.action == "allowlist-remove") {
+      // Refused without writing anything when there is nothing to remove.
+      auto loaded = config::LoadApprovals(path);
+      if (!loaded) {
+        PrintError(loaded.error().ToString());
+        return kExitRefused;
+      }
+      config::ApprovalsFile probe = loaded->file;
+      if (!config::RemoveAllowlistEntry(probe, global.agent, Trim(flags.pattern))) {
+        PrintError("agents." + global.agent + ".allowlist has no entry \"" + flags.pattern + "\"");
+        return kExitRefused;
+      }
+    }
     bool changed = false;
     auto written = config::UpdateApprovals(path, [&](config::ApprovalsFile& file) -> Status {
       changed = flags.action == "allowlist-add"
