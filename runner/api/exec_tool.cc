@@ -313,8 +313,13 @@ ExecToolResult RunExecTool(const GlobalOptions& global, const policy::Caller& ca
       if (services != nullptr) services->docker = executor;
     }
   } else {
-    executor = services != nullptr && services->host ? services->host
-                                                     : std::make_shared<exec::HostExecutor>();
+    if (services != nullptr && services->host) {
+      executor = services->host;
+    } else {
+      exec::HostExecutor::Options options;
+      options.cache_dir = state_dir + "/cache";  // a one-shot call reads the compiled filter
+      executor = std::make_shared<exec::HostExecutor>(options);
+    }
   }
   auto failed_to_start = [&](const Error& e) {
     return plan.target == exec::Target::kSandbox ? Refused("sandbox-unavailable", e.ToString())

@@ -415,9 +415,10 @@ Result<SpawnOptions> HostExecutor::SpawnFor(const Plan& plan, SpawnOptions::Stdi
   const std::string profile = plan.host_profile.empty() ? "default" : plan.host_profile;
   const std::string dir =
       options_.profiles_dir.empty() ? harden::DefaultProfilesDir() : options_.profiles_dir;
-  auto hardening = options_.seccomp_support
-                       ? harden::HostHardening::Prepare(dir, profile, {options_.seccomp_support})
-                       : harden::HostHardening::Cached(dir, profile);
+  auto hardening =
+      options_.seccomp_support
+          ? harden::HostHardening::Prepare(dir, profile, {options_.seccomp_support, ""})
+          : harden::HostHardening::Cached(dir, profile, options_.cache_dir);
   if (!hardening) return std::move(hardening).error().Wrap("host hardening");
   spawn.child_steps = (*hardening)->steps();
   warnings->insert(warnings->end(), (*hardening)->warnings().begin(),

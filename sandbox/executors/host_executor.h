@@ -71,6 +71,9 @@ class HostExecutor : public Executor {
     // an Error to act as a kernel without seccomp; the profile is then prepared on every call
     // instead of once per process.
     std::optional<Status> seccomp_support;
+    // Where compiled seccomp programs are kept between processes ("" = not kept): see
+    // harden::HardeningEnvironment::cache_dir.
+    std::string cache_dir;
   };
 
   HostExecutor() = default;

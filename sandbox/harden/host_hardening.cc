@@ -10,10 +10,14 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <string_view>
 
+#include "sandbox/base/sha256.h"
+#include "sandbox/harden/profile_file.h"
 #include "sandbox/harden/seccomp_compiler.h"
 #include "sandbox/harden/seccomp_profile.h"
 #include "sandbox/harden/seccomp_support.h"
+#include "sandbox/os/file.h"
 #include "sandbox/os/unique_fd.h"
 
 namespace sandrun::harden {
@@ -34,16 +38,44 @@ Result<std::shared_ptr<const HostHardening>> HostHardening::Prepare(
   const HostProfile& p = h->profile_;
   const std::string what = "host profile \"" + p.name + "\" (" + p.path + ")";
 
-  // The seccomp file is loaded and compiled even where the kernel cannot use it: a broken file
-  // is an error on every machine, not only on those with seccomp.
-  auto seccomp = LoadSeccompProfile(profiles_dir, p.seccomp_profile);
-  if (!seccomp) return std::move(seccomp).error().Wrap(what + ": seccomp.profile");
   SANDRUN_ASSIGN_OR_RETURN(CapabilityPlan caps, PrepareCapabilities(p.keep_mask));
   SeccompCompileOptions options;
   options.capabilities = CapabilityNames(caps.keep);
-  auto filter = CompileSeccompProfile(*seccomp, options);
-  if (!filter) return std::move(filter).error().Wrap(what);
-  h->compile_warnings_ = filter->warnings;
+  std::vector<sock_filter> program;
+  std::string cache_file;
+  if (!env.cache_dir.empty()) {
+    // A program compiled before from the same bytes, for the same capabilities and machine.
+    auto text = ReadFile(ProfilePath(profiles_dir, "seccomp", p.seccomp_profile), 4u << 20);
+    if (text) {
+      std::string key = *text;
+      for (const std::string& cap : options.capabilities) key += '\0' + cap;
+      key += '\0' + SeccompCompilerFingerprint();
+      cache_file = env.cache_dir + "/seccomp-" + p.seccomp_profile + "-" +
+                   Sha256Hex(key).substr(0, 32) + ".bpf";
+      auto cached = ReadFile(cache_file, 1u << 20);
+      if (cached && !cached->empty() && cached->size() % sizeof(sock_filter) == 0) {
+        program.resize(cached->size() / sizeof(sock_filter));
+        std::memcpy(program.data(), cached->data(), cached->size());
+      }
+    }
+  }
+  if (program.empty()) {
+    // The seccomp file is loaded and compiled even where the kernel cannot use it: a broken
+    // file is an error on every machine, not only on those with seccomp.
+    auto seccomp = LoadSeccompProfile(profiles_dir, p.seccomp_profile);
+    if (!seccomp) return std::move(seccomp).error().Wrap(what + ": seccomp.profile");
+    auto filter = CompileSeccompProfile(*seccomp, options);
+    if (!filter) return std::move(filter).error().Wrap(what);
+    h->compile_warnings_ = filter->warnings;
+    program = std::move(filter->program);
+    if (!cache_file.empty() && EnsureDirectory(env.cache_dir, 0700)) {
+      // Best effort: a failed write only means compiling again next time.
+      (void)WriteFileAtomic(cache_file,
+                            std::string_view(reinterpret_cast<const char*>(program.data()),
+                                             program.size() * sizeof(sock_filter)),
+                            0600, /*durable=*/false);
+    }
+  }
 
   ChildHardening::Spec spec;
   spec.caps = caps;
@@ -56,7 +88,7 @@ Result<std::shared_ptr<const HostHardening>> HostHardening::Prepare(
   spec.close_fds = false;
   Status support = env.seccomp_support ? *env.seccomp_support : ProbeKernel();
   if (support) {
-    spec.bpf = std::move(filter->program);
+    spec.bpf = std::move(program);
   } else if (p.seccomp_mode == SeccompMode::kRequired) {
     return std::move(support).error().Wrap(
         what +
@@ -76,13 +108,17 @@ Result<std::shared_ptr<const HostHardening>> HostHardening::Prepare(
 }
 
 Result<std::shared_ptr<const HostHardening>> HostHardening::Cached(const std::string& profiles_dir,
-                                                                   const std::string& name) {
+                                                                   const std::string& name,
+                                                                   const std::string& cache_dir) {
   static std::mutex mu;
   static std::map<std::string, std::shared_ptr<const HostHardening>> cache;
   const std::string key = profiles_dir + '\0' + name;
   std::lock_guard<std::mutex> lock(mu);  // held while compiling: one compile per profile
   if (auto it = cache.find(key); it != cache.end()) return it->second;
-  SANDRUN_ASSIGN_OR_RETURN(std::shared_ptr<const HostHardening> h, Prepare(profiles_dir, name));
+  HardeningEnvironment env;
+  env.cache_dir = cache_dir;
+  SANDRUN_ASSIGN_OR_RETURN(std::shared_ptr<const HostHardening> h,
+                           Prepare(profiles_dir, name, env));
   cache.emplace(key, h);
   return h;
 }

@@ -24,6 +24,10 @@ namespace sandrun::harden {
 struct HardeningEnvironment {
   // Whether the kernel can filter system calls; nullopt: ask it (ProbeSeccomp).
   std::optional<Status> seccomp_support;
+  // Where compiled filters are kept between processes ("" = nowhere): a one-shot CLI call then
+  // reads the program instead of compiling it (~1 ms). Keyed by the seccomp file's bytes, the
+  // kept capabilities and SeccompCompilerFingerprint(); files are 0600 in a private directory.
+  std::string cache_dir;
 };
 
 class HostHardening {
@@ -37,7 +41,8 @@ class HostHardening {
   // Prepare, once per process per (profiles_dir, name); later calls share the result. Thread-safe.
   // Failures are not cached: a fixed file works on the next call.
   static Result<std::shared_ptr<const HostHardening>> Cached(const std::string& profiles_dir,
-                                                             const std::string& name);
+                                                             const std::string& name,
+                                                             const std::string& cache_dir = "");
 
   HostHardening(const HostHardening&) = delete;
   HostHardening& operator=(const HostHardening&) = delete;

@@ -194,4 +194,15 @@ Result<SeccompFilter> CompileSeccompProfile(const SeccompProfile& profile,
   return filter;
 }
 
+std::string SeccompCompilerFingerprint() {
+  const scmp_version* v = seccomp_version();
+  const std::pair<int, int> kernel = RunningKernelVersion();
+  return "arch=" + std::to_string(seccomp_arch_native()) +
+         " kernel=" + std::to_string(kernel.first) + "." + std::to_string(kernel.second) +
+         " libseccomp=" +
+         (v == nullptr ? std::string("?")
+                       : std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
+                             std::to_string(v->micro));
+}
+
 }  // namespace sandrun::harden

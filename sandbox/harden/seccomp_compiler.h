@@ -52,6 +52,11 @@ struct SeccompFilter {
 Result<SeccompFilter> CompileSeccompProfile(const SeccompProfile& profile,
                                             const SeccompCompileOptions& options = {});
 
+// What a compiled program depends on besides the profile and the capabilities: the native
+// architecture, the running kernel's major.minor (minKernel rules) and libseccomp's version.
+// Part of the key of cached programs.
+std::string SeccompCompilerFingerprint();
+
 // The running kernel's "major.minor" from uname(2).
 std::pair<int, int> RunningKernelVersion();
 

@@ -427,5 +427,49 @@ TEST(FilterProbeTest, ReportsThatFilteringWorksHere) {
   EXPECT_EQ(probe->unshare_errno, EPERM);
 }
 
+// The compiled program kept between processes: the second preparation reads it (same program,
+// no compile), a changed seccomp file gets a new key, and the cached program really filters.
+TEST(FilterCacheTest, SecondPreparationReadsTheProgramAndAChangedFileMissesIt) {
+  char templ[] = "/tmp/sandrun-bpfcache-XXXXXX";
+  ASSERT_NE(::mkdtemp(templ), nullptr);
+  const std::string root = templ;
+  const std::string profiles = root + "/profiles";
+  std::filesystem::copy(kProfiles, profiles, std::filesystem::copy_options::recursive);
+  HardeningEnvironment env;
+  env.cache_dir = root + "/cache";
+
+  auto first = HostHardening::Prepare(profiles, "default", env);
+  ASSERT_TRUE(first) << first.error().ToString();
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(env.cache_dir)) {
+    files.push_back(e.path().string());
+  }
+  ASSERT_EQ(files.size(), 1u);
+  struct stat st {};
+  ASSERT_EQ(::stat(files[0].c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+
+  auto second = HostHardening::Prepare(profiles, "default", env);
+  ASSERT_TRUE(second) << second.error().ToString();
+  EXPECT_EQ((*second)->child().filter_instructions(), (*first)->child().filter_instructions());
+  auto probe = ProbeFilter(**second);
+  ASSERT_TRUE(probe) << probe.error().ToString();
+  EXPECT_TRUE(probe->filter_mode);
+  EXPECT_EQ(probe->unshare_errno, EPERM);
+
+  // A changed seccomp file (same rules, one more byte) is compiled again under a new key.
+  { std::ofstream(profiles + "/seccomp/host.json", std::ios::app) << "\n"; }
+  auto third = HostHardening::Prepare(profiles, "default", env);
+  ASSERT_TRUE(third) << third.error().ToString();
+  size_t count = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(env.cache_dir)) ++count;
+  EXPECT_EQ(count, 2u);
+
+  // A broken seccomp file is an error even when an old program is cached.
+  { std::ofstream(profiles + "/seccomp/host.json") << "{"; }
+  EXPECT_FALSE(HostHardening::Prepare(profiles, "default", env));
+  std::filesystem::remove_all(root);
+}
+
 }  // namespace
 }  // namespace sandrun::harden
