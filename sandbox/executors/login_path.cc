@@ -260,6 +260,12 @@ std::string LoginPathKey(const std::string& shell_env,
 
 }  // namespace
 
+namespace {
+// A failed probe (a hung or broken profile) is remembered this long, so one-shot calls do not
+// each wait the whole probe timeout; a changed start-up file changes the key at once.
+constexpr std::chrono::seconds kFailedProbeMaxAge{300};
+}  // namespace
+
 Result<std::string> DiskCachedLoginPath(const std::string& cache_file, const std::string& shell_env,
                                         std::chrono::milliseconds timeout,
                                         const std::map<std::string, std::string>& env,
@@ -269,12 +275,21 @@ Result<std::string> DiskCachedLoginPath(const std::string& cache_file, const std
                     std::chrono::system_clock::now().time_since_epoch())
                     .count();
   if (auto text = ReadFile(cache_file, 1u << 20); text) {
-    if (auto doc = ParseJson(*text); doc && JsonString(*doc, "key") == key &&
-                                     now - JsonInt(*doc, "createdAt") < max_age.count()) {
-      return JsonString(*doc, "path");
+    if (auto doc = ParseJson(*text); doc && doc->IsObject() && JsonString(*doc, "key") == key) {
+      const int64_t age = now - JsonInt(*doc, "createdAt");
+      if (const auto* error = JsonMember(*doc, "error");
+          error != nullptr && error->IsString() && age >= 0 && age < kFailedProbeMaxAge.count()) {
+        // A recent failure with the same start-up files: do not wait for it again.
+        return Error(ErrorCode::kTimeout, std::string(error->GetString()) + " (remembered for " +
+                                              std::to_string(kFailedProbeMaxAge.count()) +
+                                              " s or until a shell start-up file changes)");
+      }
+      if (JsonMember(*doc, "path") != nullptr && age >= 0 && age < max_age.count()) {
+        return JsonString(*doc, "path");
+      }
     }
   }
-  SANDRUN_ASSIGN_OR_RETURN(std::string path, CachedLoginPath(shell_env, timeout, env));
+  Result<std::string> probed = CachedLoginPath(shell_env, timeout, env);
   rapidjson::StringBuffer buffer;
   rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
   w.StartObject();
@@ -282,15 +297,21 @@ Result<std::string> DiskCachedLoginPath(const std::string& cache_file, const std
   w.String(key.c_str());
   w.Key("createdAt");
   w.Int64(now);
-  w.Key("path");
-  w.String(path.c_str(), static_cast<rapidjson::SizeType>(path.size()));
+  if (probed) {
+    w.Key("path");
+    w.String(probed->c_str(), static_cast<rapidjson::SizeType>(probed->size()));
+  } else {
+    w.Key("error");
+    const std::string message = probed.error().ToString();
+    w.String(message.c_str(), static_cast<rapidjson::SizeType>(message.size()));
+  }
   w.EndObject();
   std::filesystem::path parent = std::filesystem::path(cache_file).parent_path();
   if (EnsureDirectory(parent.string(), 0700)) {
     (void)WriteFileAtomic(cache_file, std::string(buffer.GetString(), buffer.GetSize()), 0600,
                           /*durable=*/false);
   }
-  return path;
+  return probed;
 }
 
 std::string MergePath(std::string_view login_path, std::string_view base_path,

@@ -64,7 +64,9 @@ Result<std::string> CachedLoginPath(const std::string& shell_env, std::chrono::m
 // a login shell every time: `cache_file` holds the last probe's PATH under a key made of the
 // shell, the user, HOME, the base PATH and the size and mtime of every shell start-up file
 // (/etc/profile, /etc/profile.d, ~/.profile, ~/.bashrc, ~/.zshenv, ...). A key mismatch or an
-// entry older than `max_age` probes again. A failed probe is not cached on disk.
+// entry older than `max_age` probes again. A failed probe is remembered too, for 5 minutes (the
+// same key: fixing a start-up file probes again at once), so a hung profile does not cost
+// every call the whole timeout.
 Result<std::string> DiskCachedLoginPath(const std::string& cache_file, const std::string& shell_env,
                                         std::chrono::milliseconds timeout,
                                         const std::map<std::string, std::string>& env,

@@ -717,5 +717,38 @@ TEST(LoginShellTest, CachedProbeIsStable) {
   }
 }
 
+// A failed probe is remembered on disk (same key) so one-shot calls do not each wait for it; a
+// different key (here: another base PATH) probes again. ctest runs each case in a fresh process,
+// so the in-process cache is empty and a 1 ms probe times out.
+TEST(LoginShellTest, FailedProbeIsRememberedOnDiskUntilTheKeyChanges) {
+  char templ[] = "/tmp/sandrun-loginpath-XXXXXX";
+  ASSERT_NE(::mkdtemp(templ), nullptr);
+  const std::string file = std::string(templ) + "/cache/login-path.json";
+  const std::map<std::string, std::string> env = {{"PATH", "/usr/bin:/bin"}};
+  Result<std::string> first = DiskCachedLoginPath(file, "/bin/sh", milliseconds(1), env);
+  std::ifstream in(file);
+  std::string stored((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (!first) {
+    EXPECT_NE(stored.find("\"error\""), std::string::npos) << stored;
+    auto started = std::chrono::steady_clock::now();
+    Result<std::string> second = DiskCachedLoginPath(file, "/bin/sh", milliseconds(5000), env);
+    ASSERT_FALSE(second);
+    EXPECT_NE(second.error().ToString().find("remembered for 300 s"), std::string::npos)
+        << second.error().ToString();
+    EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::milliseconds(500));
+  } else {
+    EXPECT_NE(stored.find("\"path\""), std::string::npos) << stored;  // probed earlier in-process
+  }
+  // Another key (base PATH) does not get the remembered entry (this process's own once-only
+  // probe result may still be a failure: that is CachedLoginPath's, not the disk's).
+  Result<std::string> other = DiskCachedLoginPath(file, "/bin/sh", kDefaultLoginProbeTimeout,
+                                                  {{"PATH", "/usr/local/bin:/usr/bin:/bin"}});
+  if (!other) {
+    EXPECT_EQ(other.error().ToString().find("remembered"), std::string::npos)
+        << other.error().ToString();
+  }
+  std::filesystem::remove_all(templ);
+}
+
 }  // namespace
 }  // namespace sandrun::exec
