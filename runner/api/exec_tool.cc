@@ -18,6 +18,7 @@
 #include "runner/policy/tool_policy.h"
 #include "runner/sessions/manager.h"
 #include "runner/sessions/process_request.h"
+#include "sandbox/base/strings.h"
 #include "sandbox/docker/client.h"
 #include "sandbox/executors/docker_executor.h"
 #include "sandbox/executors/host_executor.h"
@@ -110,7 +111,7 @@ std::string UserName(uid_t uid) {
 policy::Caller CliCaller(const GlobalOptions& global) {
   policy::Caller caller;
   caller.provider = "cli";
-  caller.sender = UserName(::geteuid());
+  caller.uid = ::geteuid();  // the name is looked up only when allowFrom needs it
   caller.agent_id = global.agent;
   caller.session_key = global.session.empty() ? "main" : global.session;
   return caller;
@@ -140,7 +141,12 @@ std::unique_ptr<PreparedCall> PrepareCall(const GlobalOptions& global, const pol
   // background sessions for this call.
   const policy::ToolPolicyLayers tools = {&cfg->global.tools, &settings.tools};
   call->background_allowed = policy::IsToolAllowed(tools, policy::kToolProcess);
-  call->decision = policy::Decide(settings, request, caller);
+  policy::Caller who = caller;
+  if (who.sender.empty() && who.uid >= 0 &&
+      settings.elevated.allow_from.count(Trim(who.provider)) > 0) {
+    who.sender = UserName(static_cast<uid_t>(who.uid));
+  }
+  call->decision = policy::Decide(settings, request, who);
   call->decided = true;
   if (auto denied = policy::CheckToolAllowed(tools, policy::kToolExec)) {
     return stop(denied->code, denied->message);
@@ -150,7 +156,7 @@ std::unique_ptr<PreparedCall> PrepareCall(const GlobalOptions& global, const pol
 
   policy::GateContext& ctx = call->ctx;
   ctx.settings = &call->settings;
-  ctx.caller = caller;
+  ctx.caller = who;
   ctx.state_dir = *state_dir;
   ctx.workspace_dir = WorkspaceDir(global, settings);
   std::error_code ec;

@@ -29,6 +29,9 @@ struct ExecRequest {
 struct Caller {
   std::string provider = "cli";
   std::string sender;
+  // The CLI's user id, when `sender` is left for the caller of the gate to fill in only if an
+  // elevated allowFrom list needs it (a passwd lookup costs a one-shot call ~0.5 ms). -1: none.
+  int64_t uid = -1;
   std::string agent_id = "main";
   std::string session_key = "main";
 };
