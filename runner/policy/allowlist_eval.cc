@@ -24,6 +24,21 @@ std::string StripTrailingSlashes(std::string dir) {
   return dir;
 }
 
+// The parts with every word replaced by the segment's rewritten argv.
+std::vector<ShellChainPart> RewriteParts(std::vector<ShellChainPart> parts,
+                                         const std::vector<SegmentEvaluation>& segments) {
+  size_t n = 0;
+  for (ShellChainPart& part : parts) {
+    for (ShellSegment& seg : part.pipeline) {
+      const SegmentEvaluation& s = segments[n++];
+      for (size_t i = 0; i < seg.words.size() && i < s.rewritten_argv.size(); ++i) {
+        seg.words[i].text = s.rewritten_argv[i];
+      }
+    }
+  }
+  return parts;
+}
+
 class Evaluator {
  public:
   Evaluator(const AllowlistInputs& in, AllowlistEvaluation* out) : in_(in), out_(out) {
@@ -107,6 +122,10 @@ class Evaluator {
     } else if (IsShellName(exec_name) && depth < kMaxShellWrapperDepth &&
                t.effective_argv.size() >= 3 && t.effective_argv[1] == "-c") {
       EvaluateShellWrapper(t.effective_argv[2], depth, &s);
+      // What runs is the payload rewritten too (resolved paths, quoted words): after a `cd` or
+      // with a relative PATH entry the inner shell would otherwise find other programs than
+      // the ones evaluated here.
+      if (!s.satisfied_by.empty()) s.rewritten_argv[t.command_index + 2] = s.rewritten_payload;
     }
     if (s.satisfied_by.empty() && s.miss.empty()) {
       s.miss = t.policy.resolved() ? "no allowlist entry matches " + t.policy.real_path
@@ -131,6 +150,7 @@ class Evaluator {
     }
     std::vector<SegmentEvaluation> parts;
     bool all = EvaluateParts(inner.parts, depth + 1, &parts);
+    if (all) s->rewritten_payload = RenderShellCommand(RewriteParts(inner.parts, parts));
     std::string patterns;
     for (const SegmentEvaluation& p : parts) {
       if (p.expands) s->expands = true;
@@ -170,21 +190,6 @@ class Evaluator {
   AllowlistEvaluation* out_;
   std::vector<std::string> patterns_;
 };
-
-// The parts with every word replaced by the segment's rewritten argv.
-std::vector<ShellChainPart> RewriteParts(std::vector<ShellChainPart> parts,
-                                         const std::vector<SegmentEvaluation>& segments) {
-  size_t n = 0;
-  for (ShellChainPart& part : parts) {
-    for (ShellSegment& seg : part.pipeline) {
-      const SegmentEvaluation& s = segments[n++];
-      for (size_t i = 0; i < seg.words.size() && i < s.rewritten_argv.size(); ++i) {
-        seg.words[i].text = s.rewritten_argv[i];
-      }
-    }
-  }
-  return parts;
-}
 
 }  // namespace
 

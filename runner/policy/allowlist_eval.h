@@ -42,6 +42,7 @@ struct SegmentEvaluation {
   std::optional<std::string> inline_eval;   // "python3 -c", "awk inline program", ...
   bool shell_wrapper = false;               // sh -c "a && b" evaluated part by part
   std::vector<std::string> rewritten_argv;  // commands replaced by their resolved paths
+  std::string rewritten_payload;            // sh -c: the satisfied payload, rewritten
   // allow-always: the pattern this segment would persist ("" = none: shell, interpreter,
   // builtin, blocked or unresolved).
   std::string always_pattern;

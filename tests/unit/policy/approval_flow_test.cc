@@ -186,7 +186,10 @@ INSTANTIATE_TEST_SUITE_P(
             "/usr/bin/timeout 5 /usr/bin/ls"},
         Row{"skills", "skilltool run", kAL, kOff, false, kDeny, "allowlist miss"},
         Row{"shell_wrapper_chain", "sh -c 'ls && echo hi'", kAL, kOff, false, kAllow,
-            "/usr/bin/sh -c 'ls && echo hi'"},
+            "/usr/bin/sh -c '/usr/bin/ls && /usr/bin/echo hi'"},
+        // The payload runs rewritten too: a `cd` inside cannot make ./x mean another file.
+        Row{"shell_wrapper_cd", "sh -c 'cd /tmp && ls'", kAL, kOff, false, kAllow,
+            "/usr/bin/sh -c 'cd /tmp && /usr/bin/ls'"},
         Row{"busybox_shell", "busybox sh -c 'ls'", kAL, kOff, false, kAllow,
             "/usr/bin/busybox sh -c ls"},
         Row{"python_allowlisted", "python3 script.py", kAL, kOff, false, kAllow,
