@@ -329,49 +329,17 @@ class Approvals : public SandrunHome {
     return out;
   }
 
+  // The base's server, plus this fixture's event stream.
   void StartServer() {
-    server_pid_ = fork();
-    if (server_pid_ == 0) {
-      setenv("SANDRUN_HOME", home_.c_str(), 1);
-      int devnull = ::open("/dev/null", O_WRONLY);
-      dup2(devnull, 1);
-      dup2(devnull, 2);
-      execl(SANDRUN_BINARY, SANDRUN_BINARY, "--workspace", workspace_.c_str(), "serve",
-            static_cast<char*>(nullptr));
-      _exit(127);
-    }
-    for (int i = 0; i < 200; ++i) {
-      if (Sandrun({"process", "list"}).exit_code == 0) {
-        events_ = std::make_unique<EventStream>(home_ + "/sandrun.sock");
-        return;
-      }
-      std::this_thread::sleep_for(25ms);
-    }
-    FAIL() << "the server did not come up";
+    SandrunHome::StartServer();
+    if (server_pid_ > 0) events_ = std::make_unique<EventStream>(home_ + "/sandrun.sock");
   }
-
-  // SIGTERM, and the server must exit 0 within 10 s.
   void StopServer() {
-    if (server_pid_ <= 0) return;
     events_.reset();
-    kill(server_pid_, SIGTERM);
-    int status = 0;
-    for (int i = 0; i < 500; ++i) {
-      if (waitpid(server_pid_, &status, WNOHANG) == server_pid_) {
-        EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
-        server_pid_ = -1;
-        return;
-      }
-      std::this_thread::sleep_for(20ms);
-    }
-    kill(server_pid_, SIGKILL);
-    waitpid(server_pid_, &status, 0);
-    server_pid_ = -1;
-    ADD_FAILURE() << "the server did not stop on SIGTERM";
+    SandrunHome::StopServer();
   }
 
   std::string echo_, ls_;
-  pid_t server_pid_ = -1;
   std::unique_ptr<EventStream> events_;
 };
 

@@ -2,13 +2,18 @@
 // the end (a test that leaves a container behind fails).
 #pragma once
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <string>
+#include <thread>
 
 #include "sandbox/base/json.h"
 #include "tests/support/docker_env.h"
@@ -87,8 +92,47 @@ class SandrunHome : public ::testing::Test {
     return list ? list->size() : 0;
   }
 
+  // Starts `sandrun serve` on this home and waits until it answers (up to 5 s).
+  void StartServer() {
+    server_pid_ = fork();
+    if (server_pid_ == 0) {
+      setenv("SANDRUN_HOME", home_.c_str(), 1);
+      int devnull = ::open("/dev/null", O_WRONLY);
+      dup2(devnull, 1);
+      dup2(devnull, 2);
+      execl(SANDRUN_BINARY, SANDRUN_BINARY, "--workspace", workspace_.c_str(), "serve",
+            static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    for (int i = 0; i < 200; ++i) {
+      if (Sandrun({"process", "list"}).exit_code == 0) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    }
+    FAIL() << "the server did not come up";
+  }
+
+  // SIGTERM, and the server must exit 0 within 10 s.
+  void StopServer() {
+    if (server_pid_ <= 0) return;
+    kill(server_pid_, SIGTERM);
+    int status = 0;
+    for (int i = 0; i < 500; ++i) {
+      if (waitpid(server_pid_, &status, WNOHANG) == server_pid_) {
+        EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
+        server_pid_ = -1;
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    kill(server_pid_, SIGKILL);
+    waitpid(server_pid_, &status, 0);
+    server_pid_ = -1;
+    ADD_FAILURE() << "the server did not stop on SIGTERM";
+  }
+
   std::string home_;
   std::string workspace_;
+  pid_t server_pid_ = -1;
 };
 
 // Parses a result JSON printed by `sandrun call` or `exec --json`.

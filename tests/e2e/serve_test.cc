@@ -29,43 +29,6 @@ class Serve : public SandrunHome {
     SandrunHome::TearDown();
   }
 
-  void StartServer() {
-    server_pid_ = fork();
-    if (server_pid_ == 0) {
-      setenv("SANDRUN_HOME", home_.c_str(), 1);
-      int devnull = ::open("/dev/null", O_WRONLY);
-      dup2(devnull, 1);
-      dup2(devnull, 2);
-      execl(SANDRUN_BINARY, SANDRUN_BINARY, "--workspace", workspace_.c_str(), "serve",
-            static_cast<char*>(nullptr));
-      _exit(127);
-    }
-    for (int i = 0; i < 100; ++i) {
-      if (Sandrun({"process", "list"}).exit_code == 0) return;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    FAIL() << "the server did not come up";
-  }
-
-  // SIGTERM, and the server must exit 0 within 10 s.
-  void StopServer() {
-    if (server_pid_ <= 0) return;
-    kill(server_pid_, SIGTERM);
-    int status = 0;
-    for (int i = 0; i < 200; ++i) {
-      if (waitpid(server_pid_, &status, WNOHANG) == server_pid_) {
-        EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
-        server_pid_ = -1;
-        return;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    kill(server_pid_, SIGKILL);
-    waitpid(server_pid_, &status, 0);
-    server_pid_ = -1;
-    ADD_FAILURE() << "the server did not stop on SIGTERM";
-  }
-
   rapidjson::Document Process(std::vector<std::string> args, int expect_exit = 0) {
     args.insert(args.begin(), "process");
     auto r = Sandrun(args);
@@ -98,8 +61,6 @@ class Serve : public SandrunHome {
     ADD_FAILURE() << "session " << id << " did not finish";
     return Process({"poll", "--session-id", id});
   }
-
-  pid_t server_pid_ = -1;
 };
 
 TEST_F(Serve, BackgroundSandboxCommandPollAndLogPaging) {
