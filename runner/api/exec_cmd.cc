@@ -46,16 +46,6 @@ std::string LiveServer(const GlobalOptions& global) {
   return ServerAnswers(socket) ? socket : "";
 }
 
-int PrintServerReply(const Result<ServerReply>& reply) {
-  if (!reply) {
-    std::printf("%s\n",
-                RenderError(ToolError{"server-unreachable", reply.error().ToString()}).c_str());
-    return kExitFailure;
-  }
-  std::printf("%s\n", reply->body.c_str());
-  return ExitCodeFor(*reply);
-}
-
 // `sandrun exec` without --json through a server: print what the result says, exit like the
 // command. (Through the server, stdout and stderr arrive merged, at the end.)
 int ReportServerExec(const Result<ServerReply>& reply) {
@@ -100,6 +90,18 @@ int ReportServerExec(const Result<ServerReply>& reply) {
 
 }  // namespace
 
+std::string ParseEnvFlags(const std::vector<std::string>& flags,
+                          std::map<std::string, std::string>* env) {
+  std::map<std::string, std::string> parsed;
+  for (const auto& kv : flags) {
+    size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) return "--env takes KEY=VALUE, got \"" + kv + "\"";
+    parsed[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  for (auto& [k, v] : parsed) (*env)[k] = std::move(v);
+  return "";
+}
+
 int RunCallCommand(const GlobalOptions& global, const std::string& json_arg) {
   std::string text = json_arg;
   if (text.empty() || text == "-") {
@@ -140,13 +142,9 @@ int RunExecCommand(const GlobalOptions& global, const ExecFlags& flags) {
   if (!flags.ask.empty()) request.ask = flags.ask;
   if (!flags.workdir.empty()) request.workdir = flags.workdir;
   if (flags.elevated) request.elevated = true;
-  for (const auto& kv : flags.env) {
-    size_t eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      PrintError("--env takes KEY=VALUE, got \"" + kv + "\"");
-      return kExitRefused;
-    }
-    request.env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  if (std::string bad = ParseEnvFlags(flags.env, &request.env); !bad.empty()) {
+    PrintError(bad);
+    return kExitRefused;
   }
   if (flags.timeout >= 0) request.timeout_seconds = flags.timeout;
   if (flags.yield_ms >= 0) request.yield_ms = flags.yield_ms;

@@ -1,6 +1,7 @@
 // `sandrun call [JSON|-]` and `sandrun exec [flags] -- COMMAND` (SPEC §2.2).
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,11 @@ struct ExecFlags {
 // Streams the command's output to our stdout/stderr and exits with its exit code (124 on
 // timeout, 128+N on signal N), or 2 when refused; with --json prints the result object.
 int RunExecCommand(const GlobalOptions& global, const ExecFlags& flags);
+
+// Adds `--env KEY=VALUE` flags to `env`; the message for the first malformed one (nothing is
+// added then), or "" when all are well formed. exec and policy check share it.
+std::string ParseEnvFlags(const std::vector<std::string>& flags,
+                          std::map<std::string, std::string>* env);
 
 // `sandrun process ACTION [...]`: one process tool call through the running server; prints the
 // result object. Exit 0 handled, 2 refused (or no server), 1 internal.

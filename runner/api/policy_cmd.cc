@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "runner/api/exec_approvals.h"
+#include "runner/api/exec_cmd.h"
 #include "runner/api/exec_tool.h"
 #include "runner/api/server_client.h"
 #include "runner/config/approvals_file.h"
@@ -43,21 +44,6 @@ policy::AllowlistEvaluation AnalysisOnly(const std::string& command) {
     }
   }
   return e;
-}
-
-std::vector<std::string> SplitEnvFlags(const std::vector<std::string>& flags,
-                                       policy::ExecRequest* request, std::string* error) {
-  std::vector<std::string> keys;
-  for (const auto& kv : flags) {
-    size_t eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      *error = "--env takes KEY=VALUE, got \"" + kv + "\"";
-      return keys;
-    }
-    request->env[kv.substr(0, eq)] = kv.substr(eq + 1);
-    keys.push_back(kv.substr(0, eq));
-  }
-  return keys;
 }
 
 }  // namespace
@@ -173,10 +159,8 @@ int RunPolicyCheckCommand(const GlobalOptions& global, const PolicyCheckFlags& f
   }
   if (!flags.host.empty()) request.host = flags.host;
   if (!flags.cwd.empty()) request.workdir = flags.cwd;
-  std::string error;
-  SplitEnvFlags(flags.env, &request, &error);
-  if (!error.empty()) {
-    PrintError(error);
+  if (std::string bad = ParseEnvFlags(flags.env, &request.env); !bad.empty()) {
+    PrintError(bad);
     return kExitRefused;
   }
   std::printf("%s\n", PolicyCheckJson(global, CliCaller(global), request).c_str());
@@ -184,15 +168,6 @@ int RunPolicyCheckCommand(const GlobalOptions& global, const PolicyCheckFlags& f
 }
 
 namespace {
-
-int PrintReply(const Result<ServerReply>& reply) {
-  if (!reply) {
-    PrintError(reply.error().ToString());
-    return kExitFailure;
-  }
-  std::printf("%s\n", reply->body.c_str());
-  return ExitCodeFor(*reply);
-}
 
 void WriteEntries(JsonWriter& w, const config::ApprovalsFile& file) {
   w.StartObject();
@@ -247,25 +222,13 @@ int RunApprovalsCommand(const GlobalOptions& global, const ApprovalsFlags& flags
     w.Key("decision");
     WriteJsonString(w, flags.decision);
     w.EndObject();
-    return PrintReply(PostToServer(socket, "/v1/approvals/" + flags.id, body.GetString(), global));
+    return PrintServerReply(
+        PostToServer(socket, "/v1/approvals/" + flags.id, body.GetString(), global));
   }
   if (flags.action == "allowlist-add" || flags.action == "allowlist-remove") {
     if (Trim(flags.pattern).empty()) {
       PrintError("give a pattern (a path glob such as ~/bin/rg or /usr/bin/*, or a name)");
       return kExitRefused;
-    }
-    if (flags.action == "allowlist-remove") {
-      // Refused without writing anything when there is nothing to remove.
-      auto loaded = config::LoadApprovals(path);
-      if (!loaded) {
-        PrintError(loaded.error().ToString());
-        return kExitRefused;
-      }
-      config::ApprovalsFile probe = loaded->file;
-      if (!config::RemoveAllowlistEntry(probe, global.agent, Trim(flags.pattern))) {
-        PrintError("agents." + global.agent + ".allowlist has no entry \"" + flags.pattern + "\"");
-        return kExitRefused;
-      }
     }
     bool changed = false;
     auto written = config::UpdateApprovals(path, [&](config::ApprovalsFile& file) -> Status {

@@ -9,7 +9,9 @@
 #include <cerrno>
 #include <charconv>
 #include <chrono>
+#include <cstdio>
 
+#include "runner/api/tool_call.h"
 #include "sandbox/os/unique_fd.h"
 
 namespace sandrun::api {
@@ -116,6 +118,16 @@ int ExitCodeFor(const ServerReply& reply) {
   if (reply.status >= 200 && reply.status < 300) return kExitOk;
   if (reply.status >= 400 && reply.status < 500) return kExitRefused;
   return kExitFailure;
+}
+
+int PrintServerReply(const Result<ServerReply>& reply) {
+  if (!reply) {
+    std::printf("%s\n",
+                RenderError(ToolError{"server-unreachable", reply.error().ToString()}).c_str());
+    return kExitFailure;
+  }
+  std::printf("%s\n", reply->body.c_str());
+  return ExitCodeFor(*reply);
 }
 
 }  // namespace sandrun::api

@@ -33,4 +33,8 @@ Result<ServerReply> PostToServer(const std::string& socket, const std::string& p
 // CLI exit code for a server reply: 0 for 2xx, 2 for 4xx, 1 otherwise.
 int ExitCodeFor(const ServerReply& reply);
 
+// Prints the reply's JSON object on stdout (or a server-unreachable error object) and returns
+// the CLI exit code for it.
+int PrintServerReply(const Result<ServerReply>& reply);
+
 }  // namespace sandrun::api

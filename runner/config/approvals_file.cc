@@ -620,6 +620,7 @@ Result<ApprovalsFile> UpdateApprovals(const std::string& path,
   std::string text = SerializeApprovals(file);
   RemoveStaleTemps(path);
   if (state.loaded.existed && state.is_private && text == state.text) return file;
+  if (!state.loaded.existed && file == ApprovalsFile{}) return file;  // nothing to create
   AtomicWriteOptions options;
   options.mode = 0600;
   options.durable = true;

@@ -153,7 +153,8 @@ Result<LoadedApprovals> LoadApprovals(const std::string& path);
 // written), deletes temp files left by crashed writers and, unless the serialisation is
 // byte-for-byte what is already on disk, writes it atomically (WriteFileAtomic: temp file in the
 // same directory, O_CREAT|O_EXCL 0600, fsync, rename, fsync of the directory). Refuses a
-// symlinked `path`, lock file or directory. Returns the file as written.
+// symlinked `path`, lock file or directory. Returns the file as written. Writes nothing when the
+// file is unchanged, or absent and still empty after `mutate`.
 Result<ApprovalsFile> UpdateApprovals(const std::string& path,
                                       const std::function<Status(ApprovalsFile&)>& mutate);
 

@@ -151,30 +151,27 @@ class Evaluator {
     std::vector<SegmentEvaluation> parts;
     bool all = EvaluateParts(inner.parts, depth + 1, &parts);
     if (all) s->rewritten_payload = RenderShellCommand(RewriteParts(inner.parts, parts));
-    std::string patterns;
     for (const SegmentEvaluation& p : parts) {
       if (p.expands) s->expands = true;
       if (p.needs_exact_entry) s->needs_exact_entry = true;
-      if (!p.always_pattern.empty()) {
-        patterns += (patterns.empty() ? "" : "\n") + p.always_pattern;
-      }
+      s->always_patterns.insert(s->always_patterns.end(), p.always_patterns.begin(),
+                                p.always_patterns.end());
       if (s->miss.empty() && p.satisfied_by.empty()) s->miss = "shell payload: " + p.miss;
     }
-    s->always_pattern = patterns;  // several, newline-separated (split by the caller)
     if (all) s->satisfied_by = "allowlist";
   }
 
   // reference §5.7: the resolved path, never a shell, an interpreter or a blocked wrapper.
   void AlwaysPattern(const SegmentTarget& t, const std::string& exec_name, SegmentEvaluation* s) {
     if (s->shell_wrapper) {
-      if (s->always_pattern.empty()) s->needs_exact_entry = true;
+      if (s->always_patterns.empty()) s->needs_exact_entry = true;
       return;
     }
     if (IsShellName(exec_name) || IsInterpreterLike(exec_name) || !t.policy.resolved()) {
       s->needs_exact_entry = true;
       return;
     }
-    s->always_pattern = t.policy.real_path;
+    s->always_patterns = {t.policy.real_path};
   }
 
   bool IsSkillDir(const std::string& dir) const {
@@ -239,17 +236,11 @@ AllowlistEvaluation EvaluateAllowlist(std::string_view command, const AllowlistI
   bool exact_needed = false;
   for (const SegmentEvaluation& s : out.segments) {
     if (s.needs_exact_entry || s.expands) exact_needed = true;
-    size_t start = 0;
-    const std::string& p = s.always_pattern;
-    while (start < p.size()) {
-      size_t end = p.find('\n', start);
-      if (end == std::string::npos) end = p.size();
-      std::string one = p.substr(start, end - start);
-      if (!one.empty() && std::find(out.always_patterns.begin(), out.always_patterns.end(), one) ==
-                              out.always_patterns.end()) {
+    for (const std::string& one : s.always_patterns) {
+      if (std::find(out.always_patterns.begin(), out.always_patterns.end(), one) ==
+          out.always_patterns.end()) {
         out.always_patterns.push_back(one);
       }
-      start = end + 1;
     }
   }
   if (exact_needed) out.always_patterns = {exact_pattern()};

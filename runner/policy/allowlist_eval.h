@@ -43,9 +43,9 @@ struct SegmentEvaluation {
   bool shell_wrapper = false;               // sh -c "a && b" evaluated part by part
   std::vector<std::string> rewritten_argv;  // commands replaced by their resolved paths
   std::string rewritten_payload;            // sh -c: the satisfied payload, rewritten
-  // allow-always: the pattern this segment would persist ("" = none: shell, interpreter,
-  // builtin, blocked or unresolved).
-  std::string always_pattern;
+  // allow-always: the patterns this segment would persist (its realpath; the parts' for a
+  // sh -c wrapper; none for a shell, interpreter, builtin, blocked or unresolved command).
+  std::vector<std::string> always_patterns;
   // For allow-always: nothing derivable from this segment (forces the exact-command entry).
   bool needs_exact_entry = false;
 };
