@@ -3,6 +3,7 @@
 #include <pwd.h>
 #include <unistd.h>
 
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -219,6 +220,33 @@ CallApprovalsInput ApprovalsInputFor(const PreparedCall& call, const policy::Cal
   return in;
 }
 
+exec::HostExecutor::Options HostExecutorOptions(const GlobalOptions& global,
+                                                const std::string& state_dir,
+                                                const std::vector<std::string>& sockets) {
+  exec::HostExecutor::Options options;
+  options.cache_dir = state_dir + "/cache";  // a one-shot call reads the compiled filter
+  auto absolute = [](const std::string& path) {
+    if (path.empty()) return std::string();
+    char resolved[PATH_MAX];
+    if (::realpath(path.c_str(), resolved) != nullptr) return std::string(resolved);
+    return path[0] == '/' ? path : std::string();
+  };
+  for (const std::string& path : {state_dir, global.server}) {
+    if (std::string p = absolute(path); !p.empty()) options.masked_paths.push_back(p);
+  }
+  for (const std::string& path : sockets) {
+    if (std::string p = absolute(path); !p.empty()) options.masked_paths.push_back(p);
+  }
+  const char* docker_host = std::getenv("DOCKER_HOST");
+  if (docker_host != nullptr && std::string_view(docker_host).rfind("unix://", 0) == 0) {
+    if (std::string p = absolute(docker_host + 7); !p.empty()) options.masked_paths.push_back(p);
+  }
+  if (std::string p = absolute(global.config_file); !p.empty()) {
+    options.read_only_paths.push_back(p);
+  }
+  return options;
+}
+
 ExecToolResult RunExecTool(const GlobalOptions& global, const policy::Caller& caller,
                            const policy::ExecRequest& request, const exec::LiveSink& live,
                            const CancelToken* cancel, ExecServices* services) {
@@ -322,9 +350,7 @@ ExecToolResult RunExecTool(const GlobalOptions& global, const policy::Caller& ca
     if (services != nullptr && services->host) {
       executor = services->host;
     } else {
-      exec::HostExecutor::Options options;
-      options.cache_dir = state_dir + "/cache";  // a one-shot call reads the compiled filter
-      executor = std::make_shared<exec::HostExecutor>(options);
+      executor = std::make_shared<exec::HostExecutor>(HostExecutorOptions(global, state_dir));
     }
   }
   auto failed_to_start = [&](const Error& e) {

@@ -12,6 +12,7 @@
 #include "runner/policy/exec_request.h"
 #include "runner/policy/gate.h"
 #include "sandbox/base/deadline.h"
+#include "sandbox/executors/host_executor.h"
 #include "sandbox/executors/output.h"
 #include "sandbox/executors/plan.h"
 
@@ -55,6 +56,15 @@ struct ExecToolResult {
 // output as it arrives (may be null). `cancel` stops it. Config warnings go to stderr
 // ("sandrun: ..."). With `services` (the server), runs past their yield window (or
 // background:true) become background sessions and the result is `running`.
+// The host executor's options every front end uses: compiled filters cached under the state
+// dir, and the runner's control surfaces out of the commands' reach: the state dir (config,
+// approvals, cache, sessions, the server socket) and the extra `sockets` hidden, the engine's
+// socket ($DOCKER_HOST's unix path, /var/run/docker.sock) hidden, an explicit --config file
+// read-only (the profiles dir is made read-only by the executor itself).
+exec::HostExecutor::Options HostExecutorOptions(const GlobalOptions& global,
+                                                const std::string& state_dir,
+                                                const std::vector<std::string>& sockets = {});
+
 ExecToolResult RunExecTool(const GlobalOptions& global, const policy::Caller& caller,
                            const policy::ExecRequest& request, const exec::LiveSink& live,
                            const CancelToken* cancel, ExecServices* services = nullptr);

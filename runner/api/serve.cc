@@ -160,7 +160,11 @@ int RunServeCommand(const GlobalOptions& global, const ServeOptions& options) {
 
   ExecServices services;
   services.sessions = &manager;
-  services.host = std::make_shared<exec::HostExecutor>();
+  const std::string socket =
+      !options.socket.empty() ? options.socket : ServerSocketPath(global, *state_dir);
+  // Host commands must not reach this server's socket, the state dir or the engine.
+  services.host =
+      std::make_shared<exec::HostExecutor>(HostExecutorOptions(global, *state_dir, {socket}));
   // Created once, before any call: sessions started by concurrent calls share it. (Making the
   // client does not contact the engine; an unreachable engine fails each sandbox call closed.)
   if (auto client = docker::Client::FromEnvironment(); client) {
@@ -307,8 +311,6 @@ int RunServeCommand(const GlobalOptions& global, const ServeOptions& options) {
     events.Unsubscribe(sub);
   });
 
-  std::string socket =
-      !options.socket.empty() ? options.socket : ServerSocketPath(global, *state_dir);
   if (auto listening = server.ListenUnix(socket, 0600); !listening) {
     PrintError(listening.error().ToString());
     return kExitFailure;

@@ -195,6 +195,7 @@ GateResult<GatedPlan> BuildGatewayPlan(GatedPlan out, const ExecRequest& request
   std::string profile = Trim(s.exec.host_profile);
   if (elevated && !Trim(s.elevated.host_profile).empty()) profile = Trim(s.elevated.host_profile);
   p.host_profile = profile.empty() ? "default" : profile;
+  p.host_user = Trim(s.exec.host_user);
   return out;
 }
 

@@ -415,14 +415,44 @@ Result<SpawnOptions> HostExecutor::SpawnFor(const Plan& plan, SpawnOptions::Stdi
   const std::string profile = plan.host_profile.empty() ? "default" : plan.host_profile;
   const std::string dir =
       options_.profiles_dir.empty() ? harden::DefaultProfilesDir() : options_.profiles_dir;
-  auto hardening =
-      options_.seccomp_support
-          ? harden::HostHardening::Prepare(dir, profile, {options_.seccomp_support, ""})
-          : harden::HostHardening::Cached(dir, profile, options_.cache_dir);
+  harden::HardeningEnvironment env;
+  env.cache_dir = options_.cache_dir;
+  env.host_user = plan.host_user;
+  env.masked = options_.masked_paths;
+  env.read_only = options_.read_only_paths;
+  env.read_only.push_back(dir);  // the profiles every later command is hardened with
+  auto hardening = [&] {
+    if (!options_.seccomp_support && !options_.confine_support) {
+      return harden::HostHardening::Cached(dir, profile, env);
+    }
+    env.seccomp_support = options_.seccomp_support;
+    env.confine_support = options_.confine_support;
+    env.cache_dir.clear();
+    return harden::HostHardening::Prepare(dir, profile, env);
+  }();
   if (!hardening) return std::move(hardening).error().Wrap("host hardening");
   spawn.child_steps = (*hardening)->steps();
   warnings->insert(warnings->end(), (*hardening)->warnings().begin(),
                    (*hardening)->warnings().end());
+  if (const auto& who = (*hardening)->identity()) {
+    // As su(1) does: the command's own name and home, not the runner's (root's HOME is not
+    // readable by the host user, and tools would try to write there).
+    auto set = [&spawn](const std::string& key, const std::string& value) {
+      std::string entry = key + "=" + value;
+      for (std::string& e : spawn.env) {
+        if (e.compare(0, key.size() + 1, key + "=") == 0) {
+          e = entry;
+          return;
+        }
+      }
+      spawn.env.push_back(entry);
+    };
+    if (!who->home.empty()) set("HOME", who->home);
+    if (!who->name.empty()) {
+      set("USER", who->name);
+      set("LOGNAME", who->name);
+    }
+  }
   *keep_alive = std::move(hardening).value();
   return spawn;
 }

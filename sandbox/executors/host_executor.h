@@ -72,8 +72,14 @@ class HostExecutor : public Executor {
     // instead of once per process.
     std::optional<Status> seccomp_support;
     // Where compiled seccomp programs are kept between processes ("" = not kept): see
-    // harden::HardeningEnvironment::cache_dir.
+    // harden::HardeningEnvironment::cache_dir (used only inside a masked path).
     std::string cache_dir;
+    // The runner's control surfaces, out of the commands' reach (harden/confine.h): hidden
+    // (state dir, server socket, engine socket) and read-only (profiles, config file).
+    std::vector<std::string> masked_paths;
+    std::vector<std::string> read_only_paths;
+    // Tests: act as a kernel that refuses (or allows) confinement; nullopt asks the kernel.
+    std::optional<Status> confine_support;
   };
 
   HostExecutor() = default;

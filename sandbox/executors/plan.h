@@ -61,6 +61,9 @@ struct Plan {
   std::vector<std::string> warnings;     // shown before the output (OpenClaw's Warning: lines)
   SandboxSpec sandbox;                   // Target::kSandbox only
   std::string host_profile = "default";  // gateway hardening profile name (issue: hardening)
+  // Gateway: who a root runner's command runs as (tools.exec.hostUser; "" = "nobody") unless
+  // the profile keeps the runner's identity.
+  std::string host_user;
 };
 
 }  // namespace sandrun::exec

@@ -114,21 +114,24 @@ Result<CapabilityPlan> PrepareCapabilities(CapMask keep) {
   return plan;
 }
 
-int ApplyCapabilities(const CapabilityPlan& plan, const char** step) {
-  // The bounding set first: dropping from it needs CAP_SETPCAP in the effective set, which the
-  // capset below removes unless kept. It limits what any later execve can gain (root's implicit
-  // file capabilities, setuid-root binaries).
-  if (plan.drop_bounding) {
-    for (int cap = 0; cap <= plan.last_cap; ++cap) {
-      if ((plan.keep & CapBit(cap)) != 0) continue;
-      if (::prctl(PR_CAPBSET_DROP, static_cast<unsigned long>(cap), 0, 0, 0) != 0 &&
-          errno != EINVAL) {  // EINVAL: the kernel does not know this capability
-        *step = "harden: drop capability bounding set";
-        return errno;
-      }
+int DropBoundingSet(const CapabilityPlan& plan, const char** step) {
+  // Dropping from the bounding set needs CAP_SETPCAP in the effective set, which the capset in
+  // SetCapabilitySets removes unless kept. It limits what any later execve can gain (root's
+  // implicit file capabilities, setuid-root binaries).
+  if (!plan.drop_bounding) return 0;
+  for (int cap = 0; cap <= plan.last_cap; ++cap) {
+    if ((plan.keep & CapBit(cap)) != 0) continue;
+    if (::prctl(PR_CAPBSET_DROP, static_cast<unsigned long>(cap), 0, 0, 0) != 0 &&
+        errno != EINVAL) {  // EINVAL: the kernel does not know this capability
+      *step = "harden: drop capability bounding set";
+      return errno;
     }
   }
-  // Then the process's own sets, all to `keep`: effective and permitted so the command holds
+  return 0;
+}
+
+int SetCapabilitySets(const CapabilityPlan& plan, const char** step) {
+  // The process's own sets, all to `keep`: effective and permitted so the command holds
   // nothing else, inheritable so that kept capabilities can be raised into the ambient set.
   if (::syscall(SYS_capset, &plan.header, plan.data) != 0) {
     *step = "harden: capset";
@@ -149,6 +152,11 @@ int ApplyCapabilities(const CapabilityPlan& plan, const char** step) {
     }
   }
   return 0;
+}
+
+int ApplyCapabilities(const CapabilityPlan& plan, const char** step) {
+  if (int err = DropBoundingSet(plan, step); err != 0) return err;
+  return SetCapabilitySets(plan, step);
 }
 
 }  // namespace sandrun::harden

@@ -78,5 +78,9 @@ Result<CapabilityPlan> PrepareCapabilities(CapMask keep);
 // effective = permitted = inheritable = keep with capset, clears the ambient set and raises keep
 // in it. Returns 0, or the errno with *step naming the failed step.
 int ApplyCapabilities(const CapabilityPlan& plan, const char** step);
+// Its two halves, for a sequence that changes identity in between (the uid switch needs
+// CAP_SETUID still effective, the bounding-set drop needs CAP_SETPCAP).
+int DropBoundingSet(const CapabilityPlan& plan, const char** step);
+int SetCapabilitySets(const CapabilityPlan& plan, const char** step);
 
 }  // namespace sandrun::harden

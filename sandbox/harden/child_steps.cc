@@ -50,7 +50,17 @@ Result<std::unique_ptr<ChildHardening>> ChildHardening::Create(Spec spec) {
   std::unique_ptr<ChildHardening> h(new ChildHardening());
   h->reset_signals_ = spec.reset_signals;
   h->close_fds_ = spec.close_fds;
+  h->confine_ = std::move(spec.confine);
   h->caps_ = spec.caps;
+  h->identity_ = std::move(spec.identity);
+  if (h->identity_ && !h->caps_) {
+    return Error(ErrorCode::kInvalidArgument, "an identity switch needs the capability steps");
+  }
+  if (h->confine_ && h->confine_->user_namespace && h->caps_) {
+    // Inside its own user namespace the child holds CAP_SETPCAP there: the bounding set can
+    // and should be emptied even though the runner itself has no capabilities.
+    h->caps_->drop_bounding = true;
+  }
   h->no_new_privs_ = spec.no_new_privs;
   if (spec.rlimits.size() > kMaxRlimits) {
     return Error(ErrorCode::kInvalidArgument, "too many rlimits");
@@ -120,9 +130,18 @@ int ChildHardening::Apply(const char** step) const {
     *step = "harden: close_range";
     return errno;
   }
-  // 3-5. Capabilities: bounding set, then capset, then ambient (caps.h says why in this order).
+  // 3. Confinement first: mounting needs CAP_SYS_ADMIN, which the next steps take away.
+  if (confine_) {
+    if (int err = ApplyConfinement(*confine_, step); err != 0) return err;
+  }
+  // 4. Capabilities: bounding set, the identity switch, then capset and ambient (caps.h says
+  // why in this order). setresuid away from 0 clears the permitted and effective sets itself.
   if (caps_) {
-    if (int err = ApplyCapabilities(*caps_, step); err != 0) return err;
+    if (int err = DropBoundingSet(*caps_, step); err != 0) return err;
+    if (identity_) {
+      if (int err = ApplyIdentity(*identity_, step); err != 0) return err;
+    }
+    if (int err = SetCapabilitySets(*caps_, step); err != 0) return err;
   }
   // 6. no_new_privs after the drop: from here execve cannot gain privileges, and the kernel lets
   // this (now unprivileged) process install a seccomp filter.

@@ -10,8 +10,12 @@
 // The order (reference §6: everyone agrees on "drop privileges, then NNP, then seccomp last"):
 //   1. reset signals      default dispositions, empty mask (a parent's SIG_IGN survives execve)
 //   2. close_range        every descriptor above stdio close-on-exec (no runner fd leaks)
-//   3. bounding set       drop all but the kept capabilities (needs CAP_SETPCAP, so first)
-//   4. capset             effective = permitted = inheritable = kept
+//   3. confine            a private mount namespace (+ a user namespace for a non-root runner):
+//                         masked and read-only paths (confine.h); needs CAP_SYS_ADMIN, so early
+//   4. bounding set       drop all but the kept capabilities (needs CAP_SETPCAP)
+//   4b. identity          a root runner's command becomes tools.exec.hostUser: no supplementary
+//                         groups, gid, uid (needs CAP_SETUID/CAP_SETGID, so before capset)
+//   4c. capset            effective = permitted = inheritable = kept
 //   5. ambient            cleared, kept ones raised
 //   6. no_new_privs       execve can no longer add privileges (setuid, file caps); lets an
 //                         unprivileged process install the filter
@@ -32,6 +36,7 @@
 
 #include "sandbox/base/result.h"
 #include "sandbox/harden/caps.h"
+#include "sandbox/harden/confine.h"
 #include "sandbox/harden/host_profile.h"
 #include "sandbox/os/subprocess.h"
 
@@ -43,7 +48,9 @@ class ChildHardening {
     // Steps 1 and 2. HostHardening turns both off: Subprocess::Spawn's child has just done them.
     bool reset_signals = true;
     bool close_fds = true;
+    std::optional<ConfinePlan> confine;  // nullopt: the runner's mount namespace
     std::optional<CapabilityPlan> caps;  // nullopt: capabilities untouched
+    std::optional<Identity> identity;    // nullopt: the runner's uid/gid/groups
     bool no_new_privs = true;
     std::vector<RlimitSetting> rlimits;           // clamped to the runner's hard limits
     std::optional<std::vector<sock_filter>> bpf;  // nullopt: no seccomp filter
@@ -66,6 +73,8 @@ class ChildHardening {
   bool has_seccomp() const { return has_filter_; }
   size_t filter_instructions() const { return program_.size(); }
   const std::optional<CapabilityPlan>& caps() const { return caps_; }
+  const std::optional<ConfinePlan>& confine() const { return confine_; }
+  const std::optional<Identity>& identity() const { return identity_; }
 
  private:
   static constexpr size_t kMaxRlimits = 16;
@@ -80,7 +89,9 @@ class ChildHardening {
 
   bool reset_signals_ = true;
   bool close_fds_ = true;
+  std::optional<ConfinePlan> confine_;
   std::optional<CapabilityPlan> caps_;
+  std::optional<Identity> identity_;
   bool no_new_privs_ = true;
   Limit limits_[kMaxRlimits];
   size_t limit_count_ = 0;

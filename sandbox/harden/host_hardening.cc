@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -29,6 +30,49 @@ Status ProbeKernel() {
   return Ok();
 }
 
+bool PathWithin(const std::string& path, const std::string& root) {
+  return path == root || (path.size() > root.size() && path.compare(0, root.size(), root) == 0 &&
+                          (root == "/" || path[root.size()] == '/'));
+}
+
+// A cached program is trusted only if this uid wrote it and nobody else can have changed it.
+bool TrustedCacheFile(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
+  return st.st_uid == ::geteuid() && (st.st_mode & 022) == 0;
+}
+
+// What the command's mount namespace hides and protects, or nullopt when it runs unconfined.
+Result<std::optional<ConfinePlan>> PlanConfinement(const HostProfile& p,
+                                                   const HardeningEnvironment& env,
+                                                   std::vector<std::string>* warnings) {
+  ConfineRequest request;
+  request.user_namespace = ::geteuid() != 0;
+  request.read_only = p.confine_read_only;
+  request.read_only.insert(request.read_only.end(), env.read_only.begin(), env.read_only.end());
+  request.masked = p.confine_mask;
+  request.masked.insert(request.masked.end(), env.masked.begin(), env.masked.end());
+  if (p.confine_mode == ConfineMode::kOptional) {
+    Status support =
+        env.confine_support ? *env.confine_support : ProbeConfinement(request.user_namespace);
+    if (!support) {
+      warnings->push_back(
+          "Warning: this host refuses the namespaces host commands are confined "
+          "in (" +
+          support.error().ToString() + "); host profile \"" + p.name +
+          "\" allows that (confine mode \"optional\"), so the command can "
+          "reach the runner's state, sockets and profiles.");
+      return std::optional<ConfinePlan>();
+    }
+  } else if (env.confine_support && !*env.confine_support) {
+    return Error(env.confine_support->error())
+        .Wrap("host profile \"" + p.name + "\" (" + p.path +
+              ") requires confinement (confine mode \"required\"), which this host refuses");
+  }
+  SANDRUN_ASSIGN_OR_RETURN(ConfinePlan plan, PrepareConfinement(request));
+  return std::optional<ConfinePlan>(std::move(plan));
+}
+
 }  // namespace
 
 Result<std::shared_ptr<const HostHardening>> HostHardening::Prepare(
@@ -39,11 +83,26 @@ Result<std::shared_ptr<const HostHardening>> HostHardening::Prepare(
   const std::string what = "host profile \"" + p.name + "\" (" + p.path + ")";
 
   SANDRUN_ASSIGN_OR_RETURN(CapabilityPlan caps, PrepareCapabilities(p.keep_mask));
+  SANDRUN_ASSIGN_OR_RETURN(std::optional<ConfinePlan> confine,
+                           PlanConfinement(p, env, &h->warnings_));
+  std::optional<Identity> identity;
+  if (::geteuid() == 0 && p.identity == HostIdentity::kHostUser) {
+    auto resolved = ResolveIdentity(env.host_user.empty() ? "nobody" : env.host_user);
+    if (!resolved) return std::move(resolved).error();
+    identity = std::move(resolved).value();
+  }
+  // The compiled program is read back only from a directory the commands cannot write to.
+  bool cache_protected = false;
+  if (confine) {
+    for (const std::string& hidden : confine->masked) {
+      cache_protected = cache_protected || PathWithin(env.cache_dir, hidden);
+    }
+  }
   SeccompCompileOptions options;
   options.capabilities = CapabilityNames(caps.keep);
   std::vector<sock_filter> program;
   std::string cache_file;
-  if (!env.cache_dir.empty()) {
+  if (!env.cache_dir.empty() && cache_protected) {
     // A program compiled before from the same bytes, for the same capabilities and machine.
     auto text = ReadFile(ProfilePath(profiles_dir, "seccomp", p.seccomp_profile), 4u << 20);
     if (text) {
@@ -52,7 +111,8 @@ Result<std::shared_ptr<const HostHardening>> HostHardening::Prepare(
       key += '\0' + SeccompCompilerFingerprint();
       cache_file = env.cache_dir + "/seccomp-" + p.seccomp_profile + "-" +
                    Sha256Hex(key).substr(0, 32) + ".bpf";
-      auto cached = ReadFile(cache_file, 1u << 20);
+      auto cached = TrustedCacheFile(cache_file) ? ReadFile(cache_file, 1u << 20)
+                                                 : Result<std::string>(std::string());
       if (cached && !cached->empty() && cached->size() % sizeof(sock_filter) == 0) {
         program.resize(cached->size() / sizeof(sock_filter));
         std::memcpy(program.data(), cached->data(), cached->size());
@@ -78,6 +138,8 @@ Result<std::shared_ptr<const HostHardening>> HostHardening::Prepare(
   }
 
   ChildHardening::Spec spec;
+  spec.confine = std::move(confine);
+  spec.identity = std::move(identity);
   spec.caps = caps;
   spec.no_new_privs = p.no_new_privs;
   spec.rlimits = p.rlimits;
@@ -107,16 +169,20 @@ Result<std::shared_ptr<const HostHardening>> HostHardening::Prepare(
   return std::shared_ptr<const HostHardening>(std::move(h));
 }
 
-Result<std::shared_ptr<const HostHardening>> HostHardening::Cached(const std::string& profiles_dir,
-                                                                   const std::string& name,
-                                                                   const std::string& cache_dir) {
+Result<std::shared_ptr<const HostHardening>> HostHardening::Cached(
+    const std::string& profiles_dir, const std::string& name, const HardeningEnvironment& given) {
   static std::mutex mu;
   static std::map<std::string, std::shared_ptr<const HostHardening>> cache;
-  const std::string key = profiles_dir + '\0' + name;
+  HardeningEnvironment env = given;
+  env.seccomp_support.reset();
+  env.confine_support.reset();
+  std::string key = profiles_dir + '\0' + name + '\0' + env.cache_dir + '\0' + env.host_user;
+  for (const auto* list : {&env.masked, &env.read_only}) {
+    key += '\1';
+    for (const std::string& path : *list) key += path + '\0';
+  }
   std::lock_guard<std::mutex> lock(mu);  // held while compiling: one compile per profile
   if (auto it = cache.find(key); it != cache.end()) return it->second;
-  HardeningEnvironment env;
-  env.cache_dir = cache_dir;
   SANDRUN_ASSIGN_OR_RETURN(std::shared_ptr<const HostHardening> h,
                            Prepare(profiles_dir, name, env));
   cache.emplace(key, h);

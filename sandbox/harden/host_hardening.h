@@ -27,7 +27,20 @@ struct HardeningEnvironment {
   // Where compiled filters are kept between processes ("" = nowhere): a one-shot CLI call then
   // reads the program instead of compiling it (~1 ms). Keyed by the seccomp file's bytes, the
   // kept capabilities and SeccompCompilerFingerprint(); files are 0600 in a private directory.
+  // Used only when it lies inside one of `masked` and commands are confined: a command must
+  // never be able to plant a program that later commands load. A cached file not owned by this
+  // uid, or writable by anyone else, is ignored.
   std::string cache_dir;
+  // tools.exec.hostUser: who a root runner's commands run as under a profile whose identity is
+  // "hostUser" ("" = "nobody"). Ignored when the runner is not root.
+  std::string host_user;
+  // The runner's own control surfaces, added to the profile's confine lists: hidden (the state
+  // dir, the server's socket, the engine's socket) and read-only (the profiles, a config file).
+  std::vector<std::string> masked;
+  std::vector<std::string> read_only;
+  // Whether this process can confine; nullopt: ask the kernel (ProbeConfinement) when the
+  // profile's confine mode is "optional" ("required" profiles just try, and fail the call).
+  std::optional<Status> confine_support;
 };
 
 class HostHardening {
@@ -40,9 +53,10 @@ class HostHardening {
                                                               const HardeningEnvironment& env = {});
   // Prepare, once per process per (profiles_dir, name); later calls share the result. Thread-safe.
   // Failures are not cached: a fixed file works on the next call.
+  // `env.seccomp_support` and `env.confine_support` are ignored here (the kernel is asked).
   static Result<std::shared_ptr<const HostHardening>> Cached(const std::string& profiles_dir,
                                                              const std::string& name,
-                                                             const std::string& cache_dir = "");
+                                                             const HardeningEnvironment& env = {});
 
   HostHardening(const HostHardening&) = delete;
   HostHardening& operator=(const HostHardening&) = delete;
@@ -57,6 +71,9 @@ class HostHardening {
   // From compiling the filter (unknown syscall names skipped); for `sandrun doctor`.
   const std::vector<std::string>& compile_warnings() const { return compile_warnings_; }
   bool seccomp_active() const { return child_->has_seccomp(); }
+  bool confined() const { return child_->confine().has_value(); }
+  // The identity commands switch to (a root runner under a "hostUser" profile), else nullopt.
+  const std::optional<Identity>& identity() const { return child_->identity(); }
 
  private:
   HostHardening() = default;

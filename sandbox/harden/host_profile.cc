@@ -45,8 +45,9 @@ Result<uint64_t> LimitValue(const SchemaChecker& check, const rapidjson::Value& 
 Result<HostProfile> FromFile(ProfileFile file) {
   SchemaChecker check(file.path);
   const rapidjson::Value& doc = file.doc;
-  SANDRUN_RETURN_IF_ERROR(check.Keys(
-      doc, "", {"name", "description", "seccomp", "noNewPrivs", "capabilities", "rlimits"}));
+  SANDRUN_RETURN_IF_ERROR(check.Keys(doc, "",
+                                     {"name", "description", "seccomp", "noNewPrivs",
+                                      "capabilities", "rlimits", "identity", "confine"}));
   HostProfile p;
   p.path = file.path;
   p.name = file.name;
@@ -108,6 +109,51 @@ Result<HostProfile> FromFile(ProfileFile file) {
         return check.Fail(SchemaChecker::Join(at, "soft"), "must not exceed hard");
       }
       p.rlimits.push_back(std::move(r));
+    }
+  }
+
+  if (check.Optional(doc, "identity") != nullptr) {
+    SANDRUN_ASSIGN_OR_RETURN(std::string identity, check.String(doc, "", "identity"));
+    if (identity == "hostUser") {
+      p.identity = HostIdentity::kHostUser;
+    } else if (identity == "runner") {
+      p.identity = HostIdentity::kRunner;
+    } else {
+      return check.Fail("identity",
+                        "expected \"hostUser\" or \"runner\", got \"" + identity + "\"");
+    }
+  }
+  if (p.keep_mask != 0 && p.identity == HostIdentity::kHostUser) {
+    return check.Fail("capabilities.keep",
+                      "capabilities can only be kept with \"identity\": \"runner\" (a root "
+                      "runner's command otherwise becomes tools.exec.hostUser, which holds none)");
+  }
+  if (const rapidjson::Value* confine = check.Optional(doc, "confine"); confine != nullptr) {
+    SANDRUN_RETURN_IF_ERROR(check.IsObject(*confine, "confine"));
+    SANDRUN_RETURN_IF_ERROR(check.Keys(*confine, "confine", {"mode", "readOnly", "mask"}));
+    SANDRUN_ASSIGN_OR_RETURN(std::string cmode, check.String(*confine, "confine", "mode"));
+    if (cmode == "required") {
+      p.confine_mode = ConfineMode::kRequired;
+    } else if (cmode == "optional") {
+      p.confine_mode = ConfineMode::kOptional;
+    } else {
+      return check.Fail("confine.mode",
+                        "expected \"required\" or \"optional\", got \"" + cmode + "\"");
+    }
+    for (const char* key : {"readOnly", "mask"}) {
+      if (check.Optional(*confine, key) == nullptr) continue;
+      SANDRUN_ASSIGN_OR_RETURN(std::vector<std::string> paths,
+                               check.StringArray(*confine, "confine", key));
+      for (size_t i = 0; i < paths.size(); ++i) {
+        const std::string& path = paths[i];
+        if (path.empty() || path[0] != '/' || path == "/" ||
+            path.find("/..") != std::string::npos || path.find("/./") != std::string::npos) {
+          return check.Fail(SchemaChecker::Index(SchemaChecker::Join("confine", key), i),
+                            "expected an absolute path other than \"/\", without \".\" or "
+                            "\"..\" components");
+        }
+      }
+      (std::string_view(key) == "mask" ? p.confine_mask : p.confine_read_only) = std::move(paths);
     }
   }
   return p;

@@ -7,7 +7,9 @@
 //
 // Schema (profiles/README.md): "name" (= file stem), "description", "seccomp": {"profile":
 // <seccomp stem>, "mode": "required" | "optional"}, "noNewPrivs": true, "capabilities": {"keep":
-// ["CAP_..."]}, optional "rlimits": {"RLIMIT_*": {"soft": N | "unlimited", "hard": ...}}. Unknown
+// ["CAP_..."]}, optional "rlimits": {"RLIMIT_*": {"soft": N | "unlimited", "hard": ...}},
+// optional "identity": "hostUser" (default) | "runner", optional "confine": {"mode":
+// "required" (default) | "optional", "readOnly": [abs paths], "mask": [abs paths]}. Unknown
 // keys are errors; every error names the file, the key and the reason.
 #pragma once
 
@@ -24,6 +26,17 @@ namespace sandrun::harden {
 enum class SeccompMode {
   kRequired,  // no seccomp on this host: the call fails
   kOptional,  // no seccomp on this host: the command runs unfiltered, with a warning
+};
+
+// Whose identity a root runner's commands run with.
+enum class HostIdentity {
+  kHostUser,  // tools.exec.hostUser (default "nobody"), no supplementary groups
+  kRunner,    // the runner's own (root stays root): profiles/host/privileged.json
+};
+
+enum class ConfineMode {
+  kRequired,  // a kernel that refuses the namespaces makes the call fail
+  kOptional,  // such a kernel runs the command unconfined, with a warning
 };
 
 struct RlimitSetting {
@@ -43,6 +56,10 @@ struct HostProfile {
   std::vector<std::string> keep_capabilities;  // as written
   CapMask keep_mask = 0;
   std::vector<RlimitSetting> rlimits;  // in file order
+  HostIdentity identity = HostIdentity::kHostUser;
+  ConfineMode confine_mode = ConfineMode::kRequired;
+  std::vector<std::string> confine_read_only;  // absolute paths
+  std::vector<std::string> confine_mask;       // absolute paths
 };
 
 Result<HostProfile> LoadHostProfile(const std::string& profiles_dir, const std::string& name);

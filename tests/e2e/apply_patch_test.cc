@@ -239,7 +239,7 @@ TEST_F(ApplyPatchE2e, MalformedCallsAreRefused) {
 
 TEST_F(ApplyPatchE2e, DeniedExecIsRefusedWithTheExactError) {
   Config(R"({"sandbox": {"mode": "off"}, "tools": {"deny": ["exec"]}})");
-  std::string marker = home_ + "/must-not-exist";
+  std::string marker = marks_ + "/must-not-exist";
   auto r = Call(R"({"tool":"exec","command":"touch )" + marker + R"("})");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.out,

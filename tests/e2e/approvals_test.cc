@@ -42,8 +42,7 @@ int64_t NowMs() {
 // `command -v NAME` for an executable file on this process's PATH, then realpath (the machine
 // may have merged /usr). "" when not found.
 std::string Which(const std::string& name) {
-  const char* path = std::getenv("PATH");
-  std::stringstream dirs(path ? path : "");
+  std::stringstream dirs(PublicPath());
   std::string dir;
   while (std::getline(dirs, dir, ':')) {
     if (dir.empty()) continue;
@@ -422,7 +421,7 @@ TEST_F(Approvals, WhatRunsIsTheResolvedPathNotTheShellBuiltin) {
 TEST_F(Approvals, AllowingEchoDoesNotAllowAPipedInterpreter) {
   const std::string python = Which("python3");
   if (python.empty()) GTEST_SKIP() << "no python3 on PATH";
-  const std::string marker = home_ + "/python-ran";
+  const std::string marker = marks_ + "/python-ran";
   const std::string command = "echo x | python3 -c 'open(\"" + marker + "\", \"w\").write(\"x\")'";
 
   AllowOnly({echo_});
@@ -449,7 +448,7 @@ TEST_F(Approvals, AllowingEchoDoesNotAllowAPipedInterpreter) {
 TEST_F(Approvals, StrictInlineEvalRefusesAnAllowlistedInterpreterProgram) {
   const std::string python = Which("python3");
   if (python.empty()) GTEST_SKIP() << "no python3 on PATH";
-  const std::string marker = home_ + "/inline-ran";
+  const std::string marker = marks_ + "/inline-ran";
   const std::string command = "echo x | python3 -c 'open(\"" + marker + "\", \"w\").write(\"x\")'";
   // Both allowlisted, askFallback full: only strictInlineEval stands in the way.
   AllowOnly({echo_, python}, R"({"askFallback": "full"})");

@@ -27,7 +27,7 @@ bool ProcessWithArgsExists(const std::string& needle) {
 
 TEST_F(GatewayExec, SandboxOffRunsOnTheHost) {
   Config(R"({"sandbox": {"mode": "off"}})");
-  std::string marker = home_ + "/host-marker";
+  std::string marker = marks_ + "/host-marker";
   auto r = Exec({}, "echo $SANDRUN_SHELL; touch " + marker);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "exec\n");
@@ -36,7 +36,7 @@ TEST_F(GatewayExec, SandboxOffRunsOnTheHost) {
 
 TEST_F(GatewayExec, ExplicitSandboxWithSandboxOffFailsClosed) {
   Config(R"({"sandbox": {"mode": "off"}})");
-  std::string marker = home_ + "/must-not-exist";
+  std::string marker = marks_ + "/must-not-exist";
   auto r = Exec({"--host", "sandbox"}, "touch " + marker);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("exec host=sandbox requires a sandbox runtime for this session."),
@@ -58,7 +58,7 @@ TEST_F(GatewayExec, ElevatedOffIsAnError) {
 TEST_F(GatewayExec, ElevatedOnEscapesToTheHost) {
   Config(R"({"sandbox": {"docker": {"image": "sandrun-sandbox:minimal"}},
              "tools": {"elevated": {"enabled": true, "allowFrom": {"cli": ["*"]}}}})");
-  std::string marker = home_ + "/elevated-marker";
+  std::string marker = marks_ + "/elevated-marker";
   auto r = Exec({"--elevated"}, "touch " + marker + " && echo on-host");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "on-host\n");
@@ -75,7 +75,7 @@ TEST_F(GatewayExec, ElevatedAllowFromMissIsAnError) {
 
 TEST_F(GatewayExec, LdPreloadOverrideIsRefused) {
   Config(R"({"sandbox": {"mode": "off"}})");
-  std::string marker = home_ + "/preload-marker";
+  std::string marker = marks_ + "/preload-marker";
   auto r = Exec({"--env", "LD_PRELOAD=/tmp/evil.so"}, "touch " + marker);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("Security Violation: Environment variable 'LD_PRELOAD' is forbidden "

@@ -32,7 +32,7 @@ class Reviewer : public SandrunHome {
 
 TEST_F(Reviewer, AllowRunsTheCommandOnceAndPersistsNothing) {
   AutoConfig("echo allow");
-  std::string marker = home_ + "/ran";
+  std::string marker = marks_ + "/ran";
   auto r = Exec({}, "touch " + marker, kNoLoginProbe);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(std::filesystem::exists(marker));
@@ -52,7 +52,7 @@ TEST_F(Reviewer, AllowRunsTheCommandOnceAndPersistsNothing) {
 
 TEST_F(Reviewer, DenyRefusesAndRunsNothing) {
   AutoConfig("echo DENY");
-  std::string marker = home_ + "/must-not-exist";
+  std::string marker = marks_ + "/must-not-exist";
   auto r = Exec({}, "touch " + marker, kNoLoginProbe);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("exec denied: the reviewer denied it (mode auto)"), std::string::npos)
@@ -62,7 +62,7 @@ TEST_F(Reviewer, DenyRefusesAndRunsNothing) {
 
 TEST_F(Reviewer, AskFallsBackToTheHumanPathWhichIsHeadlessHere) {
   AutoConfig("echo ask");
-  std::string marker = home_ + "/must-not-exist";
+  std::string marker = marks_ + "/must-not-exist";
   auto r = Exec({}, "touch " + marker, kNoLoginProbe);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("Headless runs cannot wait for interactive exec approval"),
@@ -75,7 +75,7 @@ TEST_F(Reviewer, GarbageTimeoutOrFailureNeverAllows) {
   for (const std::string& script :
        {std::string("echo sure"), std::string("exit 3"), std::string("sleep 10; echo allow")}) {
     AutoConfig(script);
-    std::string marker = home_ + "/must-not-exist";
+    std::string marker = marks_ + "/must-not-exist";
     auto r = Exec({}, "touch " + marker, kNoLoginProbe);
     EXPECT_EQ(r.exit_code, 2) << script << ": " << r.err;
     EXPECT_FALSE(std::filesystem::exists(marker)) << script;
@@ -85,7 +85,7 @@ TEST_F(Reviewer, GarbageTimeoutOrFailureNeverAllows) {
 
 TEST_F(Reviewer, ChainsAreNotEligible) {
   AutoConfig("echo allow");
-  std::string marker = home_ + "/must-not-exist";
+  std::string marker = marks_ + "/must-not-exist";
   auto r = Exec({}, "true && touch " + marker, kNoLoginProbe);
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_FALSE(std::filesystem::exists(marker));

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,6 +22,32 @@
 
 namespace sandrun::testing {
 
+// This process's PATH without the entries that others cannot search (e.g. root's pyenv shims
+// under /root): a root runner's host commands run as nobody, and the runner resolves commands
+// on the PATH it is given, so the tests give it one that nobody can use too.
+inline std::string PublicPath() {
+  const char* path = std::getenv("PATH");
+  std::string in = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
+  std::string out;
+  size_t start = 0;
+  while (start <= in.size()) {
+    size_t end = in.find(':', start);
+    if (end == std::string::npos) end = in.size();
+    std::string dir = in.substr(start, end - start);
+    start = end + 1;
+    if (dir.empty() || dir[0] != '/') continue;
+    bool searchable = true;
+    for (std::string prefix = dir; searchable && !prefix.empty();) {
+      struct stat st {};
+      searchable = ::stat(prefix.c_str(), &st) == 0 && (st.st_mode & S_IXOTH) != 0;
+      size_t slash = prefix.find_last_of('/');
+      prefix = slash == 0 || slash == std::string::npos ? "" : prefix.substr(0, slash);
+    }
+    if (searchable) out += (out.empty() ? "" : ":") + dir;
+  }
+  return out;
+}
+
 class SandrunHome : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -30,6 +57,12 @@ class SandrunHome : public ::testing::Test {
     std::filesystem::permissions(home_, std::filesystem::perms::owner_all);
     workspace_ = home_ + "-ws";
     std::filesystem::create_directories(workspace_);
+    // A root runner's host commands run as nobody (tools.exec.hostUser) and cannot see the
+    // state dir: markers they write go to a directory of their own, outside SANDRUN_HOME.
+    marks_ = home_ + "-marks";
+    std::filesystem::create_directories(marks_);
+    std::filesystem::permissions(workspace_, std::filesystem::perms::all);
+    std::filesystem::permissions(marks_, std::filesystem::perms::all);
   }
 
   void TearDown() override {
@@ -42,6 +75,7 @@ class SandrunHome : public ::testing::Test {
     }
     std::filesystem::remove_all(home_);
     std::filesystem::remove_all(workspace_);
+    std::filesystem::remove_all(marks_);
   }
 
   // Writes config.json (a JSON text).
@@ -54,7 +88,9 @@ class SandrunHome : public ::testing::Test {
            (top_extra.empty() ? "" : ", " + top_extra) + "}");
   }
 
-  std::map<std::string, std::string> Env() const { return {{"SANDRUN_HOME", home_}}; }
+  std::map<std::string, std::string> Env() const {
+    return {{"SANDRUN_HOME", home_}, {"PATH", PublicPath()}};
+  }
 
   ProcessResult Sandrun(std::vector<std::string> args,
                         std::map<std::string, std::string> extra_env = {}) {
@@ -132,6 +168,7 @@ class SandrunHome : public ::testing::Test {
 
   std::string home_;
   std::string workspace_;
+  std::string marks_;  // world-writable, outside the state dir: where host commands leave markers
   pid_t server_pid_ = -1;
 };
 

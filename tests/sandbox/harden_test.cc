@@ -125,7 +125,8 @@ std::string HostProfileJson(const std::string& name, const std::string& seccomp,
                             const std::string& keep, const std::string& mode = "required") {
   return R"({"name": ")" + name + R"(", "description": "test", "seccomp": {"profile": ")" +
          seccomp + R"(", "mode": ")" + mode +
-         R"("}, "noNewPrivs": true, "capabilities": {"keep": [)" + keep + "]}}";
+         R"("}, "noNewPrivs": true, "capabilities": {"keep": [)" + keep + "]}" +
+         (keep.empty() ? "" : R"(, "identity": "runner")") + "}";
 }
 
 // ---- the default profile --------------------------------------------------------------------
@@ -170,6 +171,7 @@ TEST(DefaultProfileTest, RlimitsApply) {
 TEST(DefaultProfileTest, ShellPipelinesAndFilesStillWork) {
   char tmpl[] = "/tmp/sandrun-harden-XXXXXX";
   std::string dir = ::mkdtemp(tmpl);
+  ::chmod(dir.c_str(), 0777);  // a root runner's command runs as nobody
   ExecOutcome o = RunOk(HostPlan("cd " + dir +
                                  " && printf 'b\\na\\n' | sort > out && cat out && "
                                  "(sleep 0.01 &) && wait && rm out && echo ok"));
@@ -437,6 +439,7 @@ TEST(FilterCacheTest, SecondPreparationReadsTheProgramAndAChangedFileMissesIt) {
   std::filesystem::copy(kProfiles, profiles, std::filesystem::copy_options::recursive);
   HardeningEnvironment env;
   env.cache_dir = root + "/cache";
+  env.masked = {root};  // the cache is used only where commands cannot write
 
   auto first = HostHardening::Prepare(profiles, "default", env);
   ASSERT_TRUE(first) << first.error().ToString();

@@ -172,7 +172,10 @@ TEST(HostExecutorTest, EnvironmentIsExactlyThePlans) {
   Plan plan = HostPlan("tr '\\0' '\\n' < /proc/$$/environ");
   plan.env = {{"FOO", "bar baz"}, {"SANDRUN_SHELL", "exec"}};
   ExecOutcome out = RunOk(plan);
-  EXPECT_EQ(out.aggregated, "FOO=bar baz\nSANDRUN_SHELL=exec\n");
+  // A root runner's command runs as nobody, with nobody's HOME, USER and LOGNAME (as su does).
+  const bool root = ::geteuid() == 0;
+  const std::string identity = root ? "HOME=/nonexistent\nUSER=nobody\nLOGNAME=nobody\n" : "";
+  EXPECT_EQ(out.aggregated, "FOO=bar baz\nSANDRUN_SHELL=exec\n" + identity);
   // What a command sees: the plan's variables (plus the PWD the shell exports itself).
   plan.command = "exec /usr/bin/env";
   out = RunOk(plan);
@@ -181,7 +184,9 @@ TEST(HostExecutorTest, EnvironmentIsExactlyThePlans) {
   for (std::string line; std::getline(lines, line);) {
     if (line.rfind("PWD=", 0) != 0) seen.insert(line);
   }
-  EXPECT_EQ(seen, (std::set<std::string>{"FOO=bar baz", "SANDRUN_SHELL=exec"}));
+  std::set<std::string> expected{"FOO=bar baz", "SANDRUN_SHELL=exec"};
+  if (root) expected.insert({"HOME=/nonexistent", "USER=nobody", "LOGNAME=nobody"});
+  EXPECT_EQ(seen, expected);
 }
 
 TEST(HostExecutorTest, WorkingDirectory) {

@@ -34,7 +34,8 @@ TEST(HostProfileLoaderTest, ParsesAllKeys) {
   auto p = ParseHostProfile(Host(R"("seccomp": {"profile": "host-x", "mode": "optional"},
       "noNewPrivs": true, "capabilities": {"keep": ["CAP_NET_RAW", "CAP_CHOWN"]},
       "rlimits": {"RLIMIT_NOFILE": {"soft": 1024, "hard": "unlimited"},
-                  "RLIMIT_CORE": {"soft": 0, "hard": 0}})"),
+                  "RLIMIT_CORE": {"soft": 0, "hard": 0}}, "identity": "runner",
+      "confine": {"mode": "optional", "readOnly": ["/proc/sys"], "mask": ["/run/x.sock"]})"),
                             "/p/host/t.json", "t");
   ASSERT_TRUE(p) << p.error().ToString();
   EXPECT_EQ(p->seccomp_profile, "host-x");
@@ -44,6 +45,17 @@ TEST(HostProfileLoaderTest, ParsesAllKeys) {
   EXPECT_EQ(p->rlimits[0].name, "RLIMIT_NOFILE");
   EXPECT_EQ(p->rlimits[0].soft, 1024u);
   EXPECT_EQ(p->rlimits[0].hard, RLIM_INFINITY);
+  EXPECT_EQ(p->identity, HostIdentity::kRunner);
+  EXPECT_EQ(p->confine_mode, ConfineMode::kOptional);
+  EXPECT_EQ(p->confine_read_only, std::vector<std::string>{"/proc/sys"});
+  EXPECT_EQ(p->confine_mask, std::vector<std::string>{"/run/x.sock"});
+}
+
+TEST(HostProfileLoaderTest, DefaultsToTheHostUserAndRequiredConfinement) {
+  auto p = ParseHostProfile(Host(kHostOk), "/p/host/t.json", "t");
+  ASSERT_TRUE(p) << p.error().ToString();
+  EXPECT_EQ(p->identity, HostIdentity::kHostUser);
+  EXPECT_EQ(p->confine_mode, ConfineMode::kRequired);
 }
 
 class HostProfileBadTest : public ::testing::TestWithParam<BadCase> {};
@@ -123,6 +135,30 @@ INSTANTIATE_TEST_SUITE_P(
                 "rlimits.RLIMIT_CORE.soft: expected a non-negative integer"},
         BadCase{"missing hard", Host(kHostOk + R"(, "rlimits": {"RLIMIT_CORE": {"soft": 0}})"),
                 "rlimits.RLIMIT_CORE.hard: required"},
+        BadCase{"bad identity", Host(kHostOk + R"(, "identity": "root")"),
+                "identity: expected \"hostUser\" or \"runner\""},
+        BadCase{"caps without runner identity",
+                Host(R"("seccomp": {"profile": "host", "mode": "required"}, "noNewPrivs": true,
+                        "capabilities": {"keep": ["CAP_CHOWN"]})"),
+                "capabilities.keep: capabilities can only be kept with \"identity\""},
+        BadCase{"confine mode", Host(kHostOk + R"(, "confine": {"mode": "off"})"),
+                "confine.mode: expected \"required\" or \"optional\""},
+        BadCase{"confine no mode", Host(kHostOk + R"(, "confine": {"mask": []})"),
+                "confine.mode: required"},
+        BadCase{"confine typo", Host(kHostOk + R"(, "confine": {"mode": "required", "masks": []})"),
+                "confine.masks: unknown key"},
+        BadCase{"relative mask", Host(kHostOk + R"(, "confine": {"mode": "required",
+                "mask": ["run/x"]})"),
+                "confine.mask[0]: expected an absolute path"},
+        BadCase{"dotdot read-only", Host(kHostOk + R"(, "confine": {"mode": "required",
+                "readOnly": ["/a/../etc"]})"),
+                "confine.readOnly[0]: expected an absolute path"},
+        BadCase{"root read-only", Host(kHostOk + R"(, "confine": {"mode": "required",
+                "readOnly": ["/"]})"),
+                "confine.readOnly[0]: expected an absolute path other than"},
+        BadCase{"mask not array", Host(kHostOk + R"(, "confine": {"mode": "required",
+                "mask": "/x"})"),
+                "confine.mask: expected an array"},
         BadCase{"limit typo", Host(kHostOk + R"(, "rlimits": {"RLIMIT_CORE": {"soft": 0,
                 "hard": 0, "hrad": 1}})"),
                 "rlimits.RLIMIT_CORE.hrad: unknown key"}));
