@@ -14,6 +14,7 @@
 #include "runner/config/config.h"
 #include "runner/config/state_dir.h"
 #include "runner/policy/env_policy.h"
+#include "runner/policy/env_strip.h"
 #include "runner/policy/gate.h"
 #include "runner/policy/preflight.h"
 #include "runner/policy/tool_policy.h"
@@ -163,6 +164,13 @@ std::unique_ptr<PreparedCall> PrepareCall(const GlobalOptions& global, const pol
   std::error_code ec;
   ctx.cwd = std::filesystem::current_path(ec).string();
   ctx.host_env = HostEnv();
+  if (decision.approvals_apply) {
+    // Host commands do not inherit the runner's secrets or its own variables (profiles/env).
+    auto strip = policy::LoadEnvStripProfile(harden::DefaultProfilesDir());
+    if (!strip) return stop("invalid-config", strip.error().ToString());
+    ctx.host_env =
+        policy::StripInheritedSecrets(ctx.host_env, strip->strip, settings.exec.env_passthrough);
+  }
   if (policy::NeedsLoginPath(decision, settings, ctx.host_env)) {
     auto shell = ctx.host_env.find("SHELL");
     // On disk too: a one-shot CLI call must not start a login shell every time.

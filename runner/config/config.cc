@@ -144,6 +144,7 @@ class Loader : public ConfigReader {
             Str("node", &e->node),
             Str("hostProfile", &e->host_profile, Rule::kProfileName),
             Str("hostUser", &e->host_user),
+            List("envPassthrough", &e->env_passthrough),
             {"safeBins",
              [this, e](const Value& x, const std::string& p) -> Status {
                SANDRUN_ASSIGN_OR_RETURN(e->safe_bins, Strings(x, p, Rule::kTrimmed));

@@ -98,7 +98,8 @@ struct ExecSettings {                         // tools.exec.*
   bool login_shell_path = true;               // loginShellPath
   std::string node;                           // node
   std::string host_profile = "default";       // hostProfile
-  std::string host_user;                      // hostUser
+  std::string host_user;                      // hostUser ("" = nobody; only for a root runner)
+  std::vector<std::string> env_passthrough;   // envPassthrough: kept despite profiles/env
   ApplyPatchSettings apply_patch;             // applyPatch
   // Allowlists (gateway/node, security=allowlist): SPEC §6.
   std::optional<std::vector<std::string>> safe_bins;  // safeBins (unset: cut uniq head tail tr wc)

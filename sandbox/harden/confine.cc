@@ -90,11 +90,13 @@ int ApplyConfinement(const ConfinePlan& plan, const char** step) {
       *step = "confine: deny setgroups";
       return err;
     }
-    if (int err = WriteProcFile("/proc/self/uid_map", plan.uid_map.data(), plan.uid_map.size()); err != 0) {
+    if (int err = WriteProcFile("/proc/self/uid_map", plan.uid_map.data(), plan.uid_map.size());
+        err != 0) {
       *step = "confine: write uid_map";
       return err;
     }
-    if (int err = WriteProcFile("/proc/self/gid_map", plan.gid_map.data(), plan.gid_map.size()); err != 0) {
+    if (int err = WriteProcFile("/proc/self/gid_map", plan.gid_map.data(), plan.gid_map.size());
+        err != 0) {
       *step = "confine: write gid_map";
       return err;
     }
@@ -129,11 +131,10 @@ int ApplyConfinement(const ConfinePlan& plan, const char** step) {
       *step = "confine: stat masked path";
       return errno;
     }
-    int rc = S_ISDIR(st.st_mode)
-                 ? ::mount("tmpfs", path.c_str(), "tmpfs",
-                           MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
-                           "size=4k,nr_inodes=8,mode=0555")
-                 : ::mount("/dev/null", path.c_str(), nullptr, MS_BIND, nullptr);
+    int rc = S_ISDIR(st.st_mode) ? ::mount("tmpfs", path.c_str(), "tmpfs",
+                                           MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                                           "size=4k,nr_inodes=8,mode=0555")
+                                 : ::mount("/dev/null", path.c_str(), nullptr, MS_BIND, nullptr);
     if (rc != 0) {
       if (Absent(errno)) continue;
       *step = "confine: mask path";
@@ -224,8 +225,7 @@ Result<Identity> ResolveIdentity(const std::string& raw) {
     }
   } else {
     if (colon != std::string::npos) return bad("expected NAME, UID or UID:GID");
-    if (::getpwnam_r(spec.c_str(), &pw, buf.data(), buf.size(), &found) != 0 ||
-        found == nullptr) {
+    if (::getpwnam_r(spec.c_str(), &pw, buf.data(), buf.size(), &found) != 0 || found == nullptr) {
       return bad("no such user in the passwd database");
     }
     id.uid = found->pw_uid;
