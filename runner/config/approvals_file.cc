@@ -23,6 +23,7 @@
 #include "sandbox/base/sha256.h"
 #include "sandbox/base/strings.h"
 #include "sandbox/os/file.h"
+#include "sandbox/os/trusted_file.h"
 
 namespace sandrun::config {
 namespace {
@@ -443,6 +444,11 @@ Result<DiskState> ReadDisk(const std::string& path) {
   }
   if (!S_ISREG(st.st_mode)) {
     return Error(ErrorCode::kInvalidArgument, path + " is not a regular file");
+  }
+  // Whoever else can write the allowlists decides what runs on the host without approval.
+  if (Status trusted = CheckTrustedFile(path, "approvals file");
+      !trusted && trusted.error().code != ErrorCode::kNotFound) {
+    return std::move(trusted).error();
   }
   Result<std::string> text = ReadFile(path, kMaxFileBytes);
   if (!text) {

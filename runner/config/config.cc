@@ -18,6 +18,7 @@
 #include "sandbox/base/json.h"
 #include "sandbox/base/strings.h"
 #include "sandbox/os/file.h"
+#include "sandbox/os/trusted_file.h"
 
 namespace sandrun::config {
 namespace {
@@ -491,6 +492,11 @@ Result<int64_t> ParseByteSize(std::string_view text) {
 
 Result<Config> LoadConfig(const std::string& path, bool must_exist) {
   Config config;
+  // Whoever can change the config decides where the next call runs.
+  if (Status trusted = CheckTrustedFile(path, "config file");
+      !trusted && trusted.error().code != ErrorCode::kNotFound) {
+    return std::move(trusted).error();
+  }
   Result<std::string> text = ReadFile(path, kMaxConfigBytes);
   if (!text) {
     if (text.error().code == ErrorCode::kNotFound) {

@@ -25,12 +25,13 @@ Result<EnvStripProfile> FromFile(const harden::ProfileFile& file) {
   SANDRUN_RETURN_IF_ERROR(check.Keys(file.doc, "", {"name", "description", "strip"}));
   EnvStripProfile profile;
   profile.path = file.path;
-  SANDRUN_ASSIGN_OR_RETURN(std::vector<std::string> strip, check.StringArray(file.doc, "", "strip"));
+  SANDRUN_ASSIGN_OR_RETURN(std::vector<std::string> strip,
+                           check.StringArray(file.doc, "", "strip"));
   for (size_t i = 0; i < strip.size(); ++i) {
     if (!ValidPattern(strip[i])) {
-      return check.Fail(harden::SchemaChecker::Index("strip", i),
-                        "\"" + strip[i] +
-                            "\" is not a variable name pattern ([A-Za-z0-9_*], not '*' alone)");
+      return check.Fail(
+          harden::SchemaChecker::Index("strip", i),
+          "\"" + strip[i] + "\" is not a variable name pattern ([A-Za-z0-9_*], not '*' alone)");
     }
     std::string upper;
     for (char c : strip[i]) upper += UpperAscii(c);

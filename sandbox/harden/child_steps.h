@@ -64,7 +64,9 @@ class ChildHardening {
   ChildHardening& operator=(const ChildHardening&) = delete;
 
   // For SpawnOptions::child_steps; valid while this object lives.
-  ChildSteps steps() const { return ChildSteps{&ChildHardening::Run, this}; }
+  ChildSteps steps() const {
+    return ChildSteps{&ChildHardening::Run, this, confine_ && confine_->user_namespace};
+  }
 
   // Runs the sequence in the calling process (a child between fork and exec). 0 on success, else
   // the errno with *step set to a static name such as "harden: seccomp".

@@ -5,6 +5,7 @@
 #include <pwd.h>
 #include <sched.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -82,6 +83,13 @@ int ApplyConfinement(const ConfinePlan& plan, const char** step) {
   if (plan.user_namespace) {
     if (::unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) {
       *step = "confine: unshare user namespace";
+      return errno;
+    }
+    // The runner is not dumpable (so same-uid commands cannot reach it through /proc), which
+    // makes this child's /proc/self files root's: dumpable again, in this child's own memory
+    // (ChildSteps::own_memory), to write its maps. execve resets it anyway.
+    if (::prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0) {
+      *step = "confine: set dumpable";
       return errno;
     }
     // An unprivileged process may map only its own ids, and a gid map only after setgroups is

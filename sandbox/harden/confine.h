@@ -55,6 +55,8 @@ struct ConfinePlan {
 Result<ConfinePlan> PrepareConfinement(const ConfineRequest& request);
 
 // Child side, async-signal-safe, no allocation: unshare, propagation, read-only binds, masks.
+// With a user namespace it must run in a child with memory of its own (it sets PR_SET_DUMPABLE,
+// a property of the memory descriptor): see ChildSteps::own_memory.
 // Returns 0, or the errno with *step naming the failed step ("confine: unshare mount namespace").
 int ApplyConfinement(const ConfinePlan& plan, const char** step);
 

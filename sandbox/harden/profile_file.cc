@@ -7,6 +7,7 @@
 
 #include "sandbox/base/json.h"
 #include "sandbox/os/file.h"
+#include "sandbox/os/trusted_file.h"
 
 namespace sandrun::harden {
 namespace {
@@ -82,6 +83,11 @@ Result<ProfileFile> ReadProfileFile(const std::string& profiles_dir, std::string
                                                   "\": expected lowercase letters, digits and '-'");
   }
   std::string path = ProfilePath(profiles_dir, kind, name);
+  // A profile decides how every later command is confined: only its owner may change it.
+  if (Status trusted = CheckTrustedFile(path, std::string(kind) + " profile");
+      !trusted && trusted.error().code != ErrorCode::kNotFound) {
+    return std::move(trusted).error();
+  }
   auto text = ReadFile(path, kMaxProfileBytes);
   if (!text) return std::move(text).error().Wrap(std::string(kind) + " profile \"" + name + "\"");
   return ParseProfileText(*text, path, name);

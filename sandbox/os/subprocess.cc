@@ -114,7 +114,7 @@ int CloneEntry(void* plan) { ChildMain(*static_cast<const ChildPlan*>(plan)); }
 // shares our memory until execve: it must write nothing the parent reads, which ChildMain and
 // ChildSteps already promise (no allocation; its errno lands in this thread's, unread).
 Result<pid_t> StartChild(const ChildPlan& plan) {
-  if (!kShareMemoryWithChild) {
+  if (!kShareMemoryWithChild || plan.steps.own_memory) {
     pid_t pid = ::fork();
     if (pid == 0) ChildMain(plan);
     if (pid < 0) return Error::FromErrno(errno, "fork");

@@ -42,6 +42,10 @@ namespace sandrun {
 struct ChildSteps {
   int (*run)(const void* context, const char** step) = nullptr;
   const void* context = nullptr;
+  // The steps change state that lives in the memory descriptor (e.g. PR_SET_DUMPABLE, which a
+  // non-dumpable runner's child needs to write its own uid_map): the child then gets a copy of
+  // the parent's memory (fork semantics, ~1.5 ms more) instead of sharing it.
+  bool own_memory = false;
 };
 
 struct SpawnOptions {

@@ -474,5 +474,48 @@ TEST(FilterCacheTest, SecondPreparationReadsTheProgramAndAChangedFileMissesIt) {
   std::filesystem::remove_all(root);
 }
 
+// A program planted in the cache (what a command that could write there would do): an allow-all
+// filter that is world-writable, or owned by someone else, is never loaded; and without a
+// directory the commands cannot write, nothing is cached at all.
+TEST(FilterCacheTest, APlantedAllowAllProgramIsNeverLoaded) {
+  char templ[] = "/tmp/sandrun-bpfplant-XXXXXX";
+  ASSERT_NE(::mkdtemp(templ), nullptr);
+  const std::string root = templ;
+  HardeningEnvironment env;
+  env.cache_dir = root + "/cache";
+
+  auto unprotected = HostHardening::Prepare(kProfiles, "default", env);
+  ASSERT_TRUE(unprotected) << unprotected.error().ToString();
+  EXPECT_FALSE(std::filesystem::exists(env.cache_dir)) << "cached outside a masked directory";
+
+  env.masked = {root};
+  auto first = HostHardening::Prepare(kProfiles, "default", env);
+  ASSERT_TRUE(first) << first.error().ToString();
+  std::string file;
+  for (const auto& e : std::filesystem::directory_iterator(env.cache_dir)) file = e.path();
+  ASSERT_FALSE(file.empty());
+  const sock_filter allow_all = BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+  for (int variant = 0; variant < 2; ++variant) {
+    {
+      std::ofstream out(file, std::ios::binary | std::ios::trunc);
+      out.write(reinterpret_cast<const char*>(&allow_all), sizeof(allow_all));
+    }
+    if (variant == 0) {
+      ::chmod(file.c_str(), 0666);
+    } else {
+      ::chmod(file.c_str(), 0600);
+      ASSERT_EQ(::chown(file.c_str(), 65534, 65534), 0);
+    }
+    auto again = HostHardening::Prepare(kProfiles, "default", env);
+    ASSERT_TRUE(again) << again.error().ToString();
+    EXPECT_EQ((*again)->child().filter_instructions(), (*first)->child().filter_instructions())
+        << "variant " << variant;
+    auto probe = ProbeFilter(**again);
+    ASSERT_TRUE(probe) << probe.error().ToString();
+    EXPECT_EQ(probe->unshare_errno, EPERM) << "the planted allow-all program was loaded";
+  }
+  std::filesystem::remove_all(root);
+}
+
 }  // namespace
 }  // namespace sandrun::harden

@@ -24,20 +24,18 @@ TEST_P(EnvPatternTest, Matches) {
 
 INSTANTIATE_TEST_SUITE_P(
     Table, EnvPatternTest,
-    ::testing::Values(MatchCase{"GITHUB_TOKEN", "GITHUB_TOKEN", true},
-                      MatchCase{"GITHUB_TOKEN", "github_token", true},
-                      MatchCase{"GITHUB_TOKEN", "GITHUB_TOKENS", false},
-                      MatchCase{"*TOKEN", "NPM_TOKEN", true}, MatchCase{"*TOKEN", "TOKEN", true},
-                      MatchCase{"*TOKEN", "TOKENIZER", false},
-                      MatchCase{"*TOKEN_*", "ACTIONS_ID_TOKEN_REQUEST_URL", true},
-                      MatchCase{"AWS_*", "AWS_", true}, MatchCase{"AWS_*", "AWS", false},
-                      MatchCase{"AWS_*", "XAWS_KEY", false},
-                      MatchCase{"*PASSWORD*", "DB_PASSWORD_FILE", true},
-                      MatchCase{"MONGO*_URL", "MONGODB_URL", true},
-                      MatchCase{"MONGO*_URL", "MONGO_URL", true},
-                      MatchCase{"MONGO*_URL", "MONGODB_URI", false},
-                      MatchCase{"*_KEY", "PATH", false}, MatchCase{"A*B*C", "AXXBYYC", true},
-                      MatchCase{"A*B*C", "AXXBYY", false}, MatchCase{"**X", "X", true}));
+    ::testing::Values(
+        MatchCase{"GITHUB_TOKEN", "GITHUB_TOKEN", true},
+        MatchCase{"GITHUB_TOKEN", "github_token", true},
+        MatchCase{"GITHUB_TOKEN", "GITHUB_TOKENS", false}, MatchCase{"*TOKEN", "NPM_TOKEN", true},
+        MatchCase{"*TOKEN", "TOKEN", true}, MatchCase{"*TOKEN", "TOKENIZER", false},
+        MatchCase{"*TOKEN_*", "ACTIONS_ID_TOKEN_REQUEST_URL", true},
+        MatchCase{"AWS_*", "AWS_", true}, MatchCase{"AWS_*", "AWS", false},
+        MatchCase{"AWS_*", "XAWS_KEY", false}, MatchCase{"*PASSWORD*", "DB_PASSWORD_FILE", true},
+        MatchCase{"MONGO*_URL", "MONGODB_URL", true}, MatchCase{"MONGO*_URL", "MONGO_URL", true},
+        MatchCase{"MONGO*_URL", "MONGODB_URI", false}, MatchCase{"*_KEY", "PATH", false},
+        MatchCase{"A*B*C", "AXXBYYC", true}, MatchCase{"A*B*C", "AXXBYY", false},
+        MatchCase{"**X", "X", true}));
 
 TEST(EnvStripTest, PassThroughWinsOverStrip) {
   std::map<std::string, std::string> env = {
@@ -52,13 +50,31 @@ TEST(EnvStripTest, DefaultProfileStripsTheRunnersSecretsAndKeepsTheRest) {
   auto profile = LoadEnvStripProfile(harden::DefaultProfilesDir());
   ASSERT_TRUE(profile) << profile.error().ToString();
   std::map<std::string, std::string> env;
-  const std::vector<std::string> secrets = {
-      "GITHUB_TOKEN", "GH_TOKEN", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "AWS_ACCESS_KEY_ID",
-      "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "DATABASE_URL", "NPM_TOKEN",
-      "NODE_AUTH_TOKEN", "DOCKER_HOST", "DOCKER_CONFIG", "SANDRUN_HOME", "SANDRUN_PROFILES_DIR",
-      "SSH_AUTH_SOCK", "CI_JOB_TOKEN", "ACTIONS_RUNTIME_TOKEN", "PGPASSWORD", "VAULT_TOKEN",
-      "GOOGLE_APPLICATION_CREDENTIALS", "KUBECONFIG", "SLACK_WEBHOOK_URL", "HF_TOKEN",
-      "STRIPE_SECRET_KEY", "MY_SERVICE_PASSWORD"};
+  const std::vector<std::string> secrets = {"GITHUB_TOKEN",
+                                            "GH_TOKEN",
+                                            "OPENAI_API_KEY",
+                                            "ANTHROPIC_API_KEY",
+                                            "AWS_ACCESS_KEY_ID",
+                                            "AWS_SECRET_ACCESS_KEY",
+                                            "AWS_SESSION_TOKEN",
+                                            "DATABASE_URL",
+                                            "NPM_TOKEN",
+                                            "NODE_AUTH_TOKEN",
+                                            "DOCKER_HOST",
+                                            "DOCKER_CONFIG",
+                                            "SANDRUN_HOME",
+                                            "SANDRUN_PROFILES_DIR",
+                                            "SSH_AUTH_SOCK",
+                                            "CI_JOB_TOKEN",
+                                            "ACTIONS_RUNTIME_TOKEN",
+                                            "PGPASSWORD",
+                                            "VAULT_TOKEN",
+                                            "GOOGLE_APPLICATION_CREDENTIALS",
+                                            "KUBECONFIG",
+                                            "SLACK_WEBHOOK_URL",
+                                            "HF_TOKEN",
+                                            "STRIPE_SECRET_KEY",
+                                            "MY_SERVICE_PASSWORD"};
   const std::vector<std::string> kept = {"PATH",       "HOME",      "LANG",   "TERM",
                                          "GITHUB_SHA", "CI_JOB_ID", "USER",   "SHELL",
                                          "PWD",        "OLDPWD",    "LC_ALL", "CC"};
@@ -95,8 +111,7 @@ INSTANTIATE_TEST_SUITE_P(
                    "strip[1]:"},
         BadProfile{"bad char", R"({"name": "t", "description": "d", "strip": ["A-B"]})",
                    "strip[0]: \"A-B\" is not a variable name pattern"},
-        BadProfile{"unknown key",
-                   R"({"name": "t", "description": "d", "strip": [], "keep": []})",
+        BadProfile{"unknown key", R"({"name": "t", "description": "d", "strip": [], "keep": []})",
                    "keep: unknown key"}));
 
 }  // namespace
