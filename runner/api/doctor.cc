@@ -2,6 +2,7 @@
 
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
@@ -10,6 +11,7 @@
 #include "runner/policy/safe_bins.h"
 #include "sandbox/docker/client.h"
 #include "sandbox/docker/image_build.h"
+#include "sandbox/harden/confine.h"
 #include "sandbox/harden/container_preset.h"
 #include "sandbox/harden/host_hardening.h"
 #include "sandbox/harden/profile_file.h"
@@ -223,6 +225,41 @@ DoctorCheck FilterCheck() {
                "the default host filter loads in a child and denies unshare with EPERM");
 }
 
+// Host commands are confined (harden/confine.h): a private mount namespace, plus a user
+// namespace for a non-root runner; a root runner's commands switch to tools.exec.hostUser.
+DoctorCheck ConfineCheck() {
+  const bool root = ::geteuid() == 0;
+  Status probe = harden::ProbeConfinement(!root);
+  if (!probe) {
+    return Check(
+        "confine", Level::kFail,
+        std::string("host commands cannot be confined here (") + probe.error().ToString() +
+            "): the default host profile refuses every gateway call",
+        root ? "run sandrun where it may create mount namespaces (CAP_SYS_ADMIN), or use a host "
+               "profile with \"confine\": {\"mode\": \"optional\"}"
+             : "allow unprivileged user namespaces (sysctl user.max_user_namespaces > 0, "
+               "kernel.unprivileged_userns_clone=1), run as root, or use a host profile with "
+               "\"confine\": {\"mode\": \"optional\"}");
+  }
+  std::string who = root ? "the runner is root: host commands run as tools.exec.hostUser "
+                           "(default nobody) without supplementary groups, except under a "
+                           "profile with \"identity\": \"runner\" (privileged)"
+                         : "the runner is uid " + std::to_string(::geteuid()) +
+                               ": host commands share it, in a user namespace of their own";
+  if (root) {
+    if (auto nobody = harden::ResolveIdentity("nobody"); !nobody) {
+      return Check("confine", Level::kWarn, who + "; " + nobody.error().ToString(),
+                   "create the user nobody or set tools.exec.hostUser");
+    }
+  }
+  return Check("confine", Level::kOk,
+               std::string("host commands run in a private mount namespace") +
+                   (root ? "" : " and user namespace") +
+                   " (state dir, server and engine sockets hidden; profiles, /proc/sys, /sys "
+                   "read-only); " +
+                   who);
+}
+
 const char* LevelName(Level level) {
   switch (level) {
     case Level::kOk:
@@ -250,6 +287,7 @@ DoctorReport RunDoctor() {
   EngineChecks(report.checks);
   report.checks.push_back(SeccompCheck());
   report.checks.push_back(FilterCheck());
+  report.checks.push_back(ConfineCheck());
   ProfileChecks(report.checks);
   return report;
 }

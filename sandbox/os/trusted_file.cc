@@ -15,22 +15,22 @@ std::string Octal(mode_t mode) {
   return buf;
 }
 
-Status Check(const std::string& path, const struct stat& st, bool directory,
-             std::string_view what, const std::string& shown) {
+Status Check(const std::string& path, const struct stat& st, bool directory, std::string_view what,
+             const std::string& shown) {
   const uid_t me = ::geteuid();
   const std::string prefix = "refusing " + std::string(what) + " " + shown + ": ";
   const std::string subject = directory ? "its directory " + path : "it";
   if (st.st_uid != me && st.st_uid != 0) {
-    return Error(ErrorCode::kInvalidArgument,
-                 prefix + subject + " is owned by uid " + std::to_string(st.st_uid) +
-                     ", not by uid " + std::to_string(me) + " or root; fix: chown " +
-                     std::to_string(me) + " " + path);
+    return Error(ErrorCode::kInvalidArgument, prefix + subject + " is owned by uid " +
+                                                  std::to_string(st.st_uid) + ", not by uid " +
+                                                  std::to_string(me) + " or root; fix: chown " +
+                                                  std::to_string(me) + " " + path);
   }
   const bool sticky_dir = directory && (st.st_mode & S_ISVTX) != 0;
   if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0 && !sticky_dir) {
-    return Error(ErrorCode::kInvalidArgument,
-                 prefix + subject + " is writable by group or others (mode " +
-                     Octal(st.st_mode) + "); fix: chmod go-w " + path);
+    return Error(ErrorCode::kInvalidArgument, prefix + subject +
+                                                  " is writable by group or others (mode " +
+                                                  Octal(st.st_mode) + "); fix: chmod go-w " + path);
   }
   return Ok();
 }

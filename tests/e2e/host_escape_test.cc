@@ -42,7 +42,8 @@ std::string WriteProbes(const std::vector<std::pair<std::string, std::string>>& 
 }
 
 std::string ConnectProbe(const std::string& name, const std::string& socket) {
-  return "if python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])'"
+  return "if python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); "
+         "s.connect(sys.argv[1])'"
          " '" +
          socket + "' 2>/dev/null; then echo " + name + ":open; else echo " + name +
          ":refused; fi; ";
@@ -137,8 +138,8 @@ TEST_F(HostEscape, HostUserIsConfigurableButNeverRoot) {
 
   const std::string marker = marks_ + "/must-not-exist";
   for (const char* user : {"root", "0", "0:0", "no-such-user-here", "12:x", "1:"}) {
-    Config(std::string(R"({"sandbox": {"mode": "off"}, "tools": {"exec": {"hostUser": ")") +
-           user + "\"}}}");
+    Config(std::string(R"({"sandbox": {"mode": "off"}, "tools": {"exec": {"hostUser": ")") + user +
+           "\"}}}");
     auto refused = Exec({}, "touch " + marker);
     EXPECT_EQ(refused.exit_code, 2) << user << ": " << refused.err;
     EXPECT_NE(refused.err.find("tools.exec.hostUser"), std::string::npos) << refused.err;
@@ -150,7 +151,8 @@ TEST_F(HostEscape, HostUserIsConfigurableButNeverRoot) {
 TEST_F(HostEscape, GatewayCommandThroughTheServerCannotReachItsSocket) {
   Config(kGatewayConfig);
   StartServer();
-  auto r = Exec({}, ConnectProbe("server_sock", home_ + "/sandrun.sock") + "echo home=$SANDRUN_HOME");
+  auto r =
+      Exec({}, ConnectProbe("server_sock", home_ + "/sandrun.sock") + "echo home=$SANDRUN_HOME");
   StopServer();
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("server_sock:refused"), std::string::npos) << r.out;
@@ -159,18 +161,18 @@ TEST_F(HostEscape, GatewayCommandThroughTheServerCannotReachItsSocket) {
 
 TEST_F(HostEscape, SecretsAreNotInheritedUnlessPassedThrough) {
   Config(R"({"sandbox": {"mode": "off"}, "tools": {"exec": {"envPassthrough": ["MY_CI_TOKEN"]}}})");
-  auto r = Exec({}, "env", {{"GITHUB_TOKEN", "gh-secret"},
-                            {"OPENAI_API_KEY", "sk-secret"},
-                            {"AWS_SECRET_ACCESS_KEY", "aws-secret"},
-                            {"DATABASE_URL", "postgres://u:p@h/db"},
-                            {"NPM_TOKEN", "npm-secret"},
-                            {"DOCKER_HOST", "unix:///var/run/docker.sock"},
-                            {"MY_CI_TOKEN", "kept-on-purpose"},
-                            {"GITHUB_SHA", "abc123"}});
+  auto r = Exec({}, "env",
+                {{"GITHUB_TOKEN", "gh-secret"},
+                 {"OPENAI_API_KEY", "sk-secret"},
+                 {"AWS_SECRET_ACCESS_KEY", "aws-secret"},
+                 {"DATABASE_URL", "postgres://u:p@h/db"},
+                 {"NPM_TOKEN", "npm-secret"},
+                 {"DOCKER_HOST", "unix:///var/run/docker.sock"},
+                 {"MY_CI_TOKEN", "kept-on-purpose"},
+                 {"GITHUB_SHA", "abc123"}});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  for (const char* secret :
-       {"gh-secret", "sk-secret", "aws-secret", "postgres://", "npm-secret", "DOCKER_HOST=",
-        "SANDRUN_HOME="}) {
+  for (const char* secret : {"gh-secret", "sk-secret", "aws-secret", "postgres://", "npm-secret",
+                             "DOCKER_HOST=", "SANDRUN_HOME="}) {
     EXPECT_EQ(r.out.find(secret), std::string::npos) << secret << " leaked:\n" << r.out;
   }
   EXPECT_NE(r.out.find("MY_CI_TOKEN=kept-on-purpose"), std::string::npos) << r.out;
@@ -240,7 +242,9 @@ class NonRootRunner : public ::testing::Test {
   ProcessResult RunAsNobody(const std::string& command) {
     return RunProcess({"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
                        SANDRUN_BINARY, "exec", "--", command},
-                      {{"SANDRUN_HOME", home_}, {"HOME", root_}, {"SANDRUN_PROFILES_DIR", profiles_},
+                      {{"SANDRUN_HOME", home_},
+                       {"HOME", root_},
+                       {"SANDRUN_PROFILES_DIR", profiles_},
                        {"PATH", PublicPath()}});
   }
   std::string root_, home_, profiles_;
@@ -264,8 +268,9 @@ TEST_F(NonRootRunner, CommandsCannotChangeTheRunnersStateOrProfiles) {
   ASSERT_EQ(::listen(listener, 4), 0);
   ASSERT_EQ(::chown(sock.c_str(), 65534, 65534), 0);
 
-  auto r = RunAsNobody("id -u; " + WriteProbes(targets) + ConnectProbe("server_sock", sock) +
-                       "touch " + profiles_ + "/host/x 2>/dev/null && echo profiles_new:open; true");
+  auto r =
+      RunAsNobody("id -u; " + WriteProbes(targets) + ConnectProbe("server_sock", sock) + "touch " +
+                  profiles_ + "/host/x 2>/dev/null && echo profiles_new:open; true");
   ::close(listener);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out.substr(0, 6), "65534\n") << r.out;
