@@ -420,7 +420,10 @@ Result<SpawnOptions> HostExecutor::SpawnFor(const Plan& plan, SpawnOptions::Stdi
   env.host_user = plan.host_user;
   env.masked = options_.masked_paths;
   env.read_only = options_.read_only_paths;
-  env.read_only.push_back(dir);  // the profiles every later command is hardened with
+  // The profiles every later command is hardened with (absolute: SANDRUN_PROFILES_DIR may be
+  // relative).
+  char resolved[PATH_MAX];
+  env.read_only.push_back(::realpath(dir.c_str(), resolved) != nullptr ? resolved : dir);
   auto hardening = [&] {
     if (!options_.seccomp_support && !options_.confine_support) {
       return harden::HostHardening::Cached(dir, profile, env);
