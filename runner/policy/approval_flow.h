@@ -17,6 +17,7 @@
 #include "runner/config/approvals_file.h"
 #include "runner/config/settings.h"
 #include "runner/policy/allowlist_eval.h"
+#include "runner/policy/exec_options.h"
 #include "runner/policy/gate.h"
 #include "runner/policy/safe_bins.h"
 
@@ -28,6 +29,10 @@ struct ApprovalInputs {
   config::ResolvedApprovals approvals;
   // Built-in safe-bin profiles (profiles/safe-bins/default.json); custom ones come from settings.
   const std::map<std::string, SafeBinProfile>* builtin_safe_bin_profiles = nullptr;
+  // Programs that run commands through their options (exec_options.h); null: the built-in
+  // profiles/exec-options/default.json (BuiltinExecOptionTable). When that cannot be loaded the
+  // verdict is a deny ("invalid-config"): nothing runs on a policy that could not be read.
+  const ExecOptionTable* exec_options = nullptr;
   ResolveContext resolve;  // PATH and cwd of the command's environment
   // Analyse and resolve even when nothing depends on it (security=full, ask=off, no strict
   // inline eval): `policy check` shows the analysis; exec skips the work.
