@@ -2,6 +2,10 @@
 // policy from tools.exec and the approvals file, the allowlist evaluation, strictInlineEval, and
 // the verdict: run (the rewritten command when the allowlist is satisfied), ask an operator, or
 // deny. `sandrun policy check` and the exec path both call EvaluateApprovals; neither copies it.
+// strictInlineEval counts every hit of AllowlistEvaluation::inline_eval: OpenClaw's inline
+// programs, safe builtins whose arguments would be evaluated (safe_builtins.h) and programs
+// running commands through their options (exec_options.h); the latter two are allowlist misses
+// even without strictInlineEval (allowlist_eval.h).
 //
 // Pattern of use:
 //   ApprovalInputs in = ...;                       // settings, resolved approvals file, probes
