@@ -372,9 +372,11 @@ bool Listed(const std::vector<std::string>& options, std::string_view name) {
   return std::find(options.begin(), options.end(), name) != options.end();
 }
 
-bool IsRuleOption(const std::vector<ExecOptionRule>& rules, std::string_view name) {
-  return std::any_of(rules.begin(), rules.end(),
-                     [&](const ExecOptionRule& r) { return Canonical(r.option) == name; });
+const ExecOptionRule* FindRule(const std::vector<ExecOptionRule>& rules, std::string_view name) {
+  for (const ExecOptionRule& r : rules) {
+    if (Canonical(r.option) == name) return &r;
+  }
+  return nullptr;
 }
 
 ExecOptionHit AnyUse(std::string_view exe, std::string_view sub, const std::string& why) {
@@ -393,11 +395,13 @@ std::optional<ExecOptionHit> DetectInSubcommandProgram(const ExecOptionProgram& 
     if (tok.size() < 2 || tok[0] != '-') break;  // the subcommand
     if (auto hit = FirstHit(p.scope.options, args, i, exe, {})) return hit;
     const std::string_view name = tok.substr(0, tok.find('='));
-    if (Listed(p.value_options, name)) {
+    const ExecOptionRule* rule = FindRule(p.scope.options, name);
+    // A rule with valueKeys that did not hit still takes a value.
+    if (Listed(p.value_options, name) || (rule != nullptr && !rule->value_keys.empty())) {
       if (name.size() == tok.size()) ++i;  // the value is the next token
       continue;
     }
-    if (Listed(p.flag_options, name) || IsRuleOption(p.scope.options, name)) continue;
+    if (Listed(p.flag_options, name) || rule != nullptr) continue;
     return ExecOptionHit{Describe(exe, {}, std::string(name)),
                          "an option this table does not know: it may take a value and hide the "
                          "subcommand"};

@@ -37,10 +37,11 @@
 //   - Programs without subcommands: every argument is scanned (also after "--").
 //   - Programs with subcommands (git): the arguments before the first non-option are the
 //     program's own options, scanned with its rules; each must be a rule, a valueOption (which
-//     takes the next token unless written "--name=value") or a flagOption, else it is a hit (an
-//     option the table does not know could take a value and hide the subcommand). "--" ends
-//     them. The next argument is the subcommand: anyUse -> a hit; else the rest is scanned with
-//     its rules. Rules marked anywhere (git --help) apply to the subcommand's arguments too.
+//     takes the next token unless written "--name=value"; so does a rule with valueKeys) or a
+//     flagOption, else it is a hit (an option the table does not know could take a value and
+//     hide the subcommand). "--" ends them. The next argument is the subcommand: anyUse -> a hit;
+//     else the rest is scanned with its rules. Rules marked anywhere (git --help) apply to the
+//     subcommand's arguments too.
 // Descriptions: "<exe> <option>" ("git -c", "tar --checkpoint-action", "zip -TT"), with the key
 // for valueKeys ("ssh -o proxycommand"), "<exe> <subcommand> <option>" ("git rebase --exec"),
 // "<exe> (runs commands itself)" and "<exe> <subcommand> (runs commands itself)" for anyUse;

@@ -385,6 +385,23 @@ TEST(ExecOptionsLoaderTest, ReadsANamedFileAndChecksItsStem) {
   EXPECT_FALSE(LoadExecOptionTable(tmp.dir(), "../exec-options/strict"));
 }
 
+// A program-level rule with valueKeys that does not hit still takes its value: the value is
+// never mistaken for the subcommand.
+TEST(ExecOptionsMatcherTest, AKeyedGlobalOptionTakesItsValue) {
+  auto table = ParseExecOptionTable(File(R"({"g": {"why": "w",
+      "options": [{"option": "-o", "valueKeys": ["run"], "why": "w"}],
+      "subcommands": {"config": {"why": "w", "anyUse": true}}}})"),
+                                    "/p/t.json", "t");
+  ASSERT_TRUE(table) << table.error().ToString();
+  auto hit = DetectExecOption(*table, {"g", "-o", "safe=1", "config"});
+  ASSERT_TRUE(hit.has_value());
+  EXPECT_EQ(hit->description, "g config (runs commands itself)");
+  EXPECT_FALSE(DetectExecOption(*table, {"g", "-o", "config", "status"}).has_value());
+  hit = DetectExecOption(*table, {"g", "-o", "run=x", "status"});
+  ASSERT_TRUE(hit.has_value());
+  EXPECT_EQ(hit->description, "g -o run");
+}
+
 TEST(ExecOptionsLoaderTest, AnEmptyTableIsValid) {
   auto r = ParseExecOptionTable(File("{}"), "/p/t.json", "t");
   ASSERT_TRUE(r) << r.error().ToString();
