@@ -15,6 +15,7 @@
 
 #include "runner/config/state_dir.h"
 #include "runner/policy/allowlist_pattern.h"
+#include "runner/policy/exec_options.h"
 #include "runner/policy/host_resolution.h"
 #include "runner/policy/inline_eval.h"
 #include "sandbox/base/json.h"
@@ -299,7 +300,66 @@ class Auditor {
                   "remove the entry");
         }
       }
+      if (const policy::ExecOptionProgram* program = ExecOptionProgramOf(pattern)) {
+        Add("exec-option-program-allowlisted", "warn", where,
+            Quoted(pattern) + " allowlists " + program->name + ", which " +
+                ExecOptionForms(*program) + " (" + program->scope.why +
+                "). sandrun never counts such a use as allowlisted: it needs an approval, every "
+                "time with tools.exec.strictInlineEval (without it allow-always keeps the exact "
+                "command); approve those commands one by one or run the program in the sandbox");
+      }
     }
+  }
+
+  // The program of profiles/exec-options that `pattern` covers (by its basename without glob
+  // characters, else by probing /usr/bin, /bin and /usr/local/bin, or the bare names); null when
+  // none or when there is no table.
+  const policy::ExecOptionProgram* ExecOptionProgramOf(const std::string& raw) const {
+    if (in_.exec_options == nullptr) return nullptr;
+    const std::string pattern = Trim(raw);
+    if (pattern.empty() || pattern.starts_with("=command:")) return nullptr;
+    if (const auto* p = in_.exec_options->Find(StrippedBasename(pattern))) return p;
+    if (pattern.starts_with("~")) return nullptr;  // judged by the basename only (see above)
+    const bool path = policy::IsPathPattern(pattern);
+    for (const policy::ExecOptionProgram& p : in_.exec_options->programs()) {
+      std::vector<std::string> names = {p.name};
+      names.insert(names.end(), p.aliases.begin(), p.aliases.end());
+      for (const std::string& name : names) {
+        if (!path && policy::GlobMatchPath(pattern, name)) return &p;
+        if (!path) continue;
+        for (const char* dir : {"/usr/bin/", "/bin/", "/usr/local/bin/"}) {
+          if (policy::GlobMatchPath(pattern, dir + name)) return &p;
+        }
+      }
+    }
+    return nullptr;
+  }
+
+  // "runs commands by itself" or "runs commands through some of its options and subcommands
+  // (git -c, git --config-env, git config, ...)".
+  static std::string ExecOptionForms(const policy::ExecOptionProgram& p) {
+    if (p.scope.any_use) return "runs commands by itself, in every use";
+    std::vector<std::string> forms;
+    for (const policy::ExecOptionRule& r : p.scope.options) {
+      std::string o = r.option;
+      if (o.ends_with('=')) o.pop_back();
+      forms.push_back(p.name + " " + o);
+    }
+    for (const auto& [sub, scope] : p.subcommands) {
+      if (scope.any_use) forms.push_back(p.name + " " + sub);
+    }
+    for (const auto& [sub, scope] : p.subcommands) {
+      for (const policy::ExecOptionRule& r : scope.options) {
+        std::string o = r.option;
+        if (o.ends_with('=')) o.pop_back();
+        forms.push_back(p.name + " " + sub + " " + o);
+      }
+    }
+    std::string list;
+    constexpr size_t kShown = 5;
+    for (size_t i = 0; i < forms.size() && i < kShown; ++i) list += (i ? ", " : "") + forms[i];
+    if (forms.size() > kShown) list += ", ...";
+    return "runs commands through some of its options and subcommands (" + list + ")";
   }
 
   // --- security=full on the gateway -----------------------------------------------------------
@@ -492,6 +552,11 @@ int RunAuditCommand(const GlobalOptions& global, bool json) {
     PrintError(builtin.error().ToString());
     return kExitRefused;
   }
+  auto exec_options = policy::LoadExecOptionTable(harden::DefaultProfilesDir());
+  if (!exec_options) {
+    PrintError(exec_options.error().ToString());
+    return kExitRefused;
+  }
 
   const std::string path = config::ApprovalsPath(*state_dir);
   ApprovalsOnDisk approvals = ReadApprovals(path);
@@ -506,6 +571,7 @@ int RunAuditCommand(const GlobalOptions& global, bool json) {
   in.approvals_error = approvals.parse_error;
   in.approvals_read_error = approvals.read_error;
   in.builtin_profiles = &*builtin;
+  in.exec_options = &*exec_options;
   in.trusted_dir_mode = StatDirMode;
   const std::vector<AuditFinding> findings = AuditExecPolicy(in);
 

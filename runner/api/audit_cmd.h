@@ -1,6 +1,7 @@
 // `sandrun audit` (SPEC §2.2): OpenClaw's `security audit` warnings for the exec policy. It reads
-// config.json, the approvals file and the built-in safe-bin profiles, changes nothing, and
-// reports what makes the policy weaker than it looks:
+// config.json, the approvals file, the built-in safe-bin profiles and the exec-option table
+// (profiles/exec-options), changes nothing, and reports what makes the policy weaker than it
+// looks:
 //
 //   where                                   id (severity warn unless marked info)
 //   <scope>.safeBins                        safe-bin-jq, safe-bin-interpreter, safe-bin-unprofiled
@@ -8,7 +9,8 @@
 //                                           safe-bin-trusted-dir-writable
 //   <scope>.security                        security-full-gateway (info)
 //   exec-approvals.json                     allowlist-wildcard, shell-allowlisted,
-//     agents.<id>.allowlist[i]              interpreter-allowlisted-without-strict-inline-eval
+//     agents.<id>.allowlist[i]              interpreter-allowlisted-without-strict-inline-eval,
+//                                           exec-option-program-allowlisted
 //   exec-approvals.json                     approvals-file-permissions, approvals-file-owner,
 //                                           approvals-file-corrupt, approvals-file-unreadable
 //
@@ -29,6 +31,7 @@
 #include "runner/api/cli_context.h"
 #include "runner/config/approvals_file.h"
 #include "runner/config/config.h"
+#include "runner/policy/exec_options.h"
 #include "runner/policy/safe_bins.h"
 
 namespace sandrun::api {
@@ -53,6 +56,8 @@ struct AuditInput {
   std::string approvals_read_error;  // the file exists but cannot be read (a symlink, not a
                                      // regular file, an I/O error): why
   const std::map<std::string, policy::SafeBinProfile>* builtin_profiles = nullptr;  // null: none
+  // profiles/exec-options (programs that run commands through their options); null: none.
+  const policy::ExecOptionTable* exec_options = nullptr;
   // The mode (st_mode & 07777) of an existing directory named in safeBinTrustedDirs, following
   // symlinks; nullopt when it is missing or not a directory. Unset: the world-writable check
   // is skipped, which keeps AuditExecPolicy pure (relative entries are still reported; the
@@ -82,7 +87,11 @@ struct AuditInput {
 //     covering an interpreter (IsInterpreterLike of the pattern, or it matches /usr/bin/python3,
 //     /usr/bin/node, ...) -> interpreter-allowlisted-without-strict-inline-eval when
 //     tools.exec.strictInlineEval is off for the section's agent (for "*": at the global level
-//     or for any agent of config.agents). "=command:" entries are exact and never reported.
+//     or for any agent of config.agents). A pattern covering a program of `exec_options` (its
+//     basename without * ? [ ] is a name or alias there, or it matches /usr/bin/<name>, /bin/
+//     or /usr/local/bin/<name>, or a bare name) -> exec-option-program-allowlisted, whatever
+//     strictInlineEval says (git -c alias.x='!cmd', tar --to-command, vim: such uses are never
+//     satisfied by the entry). "=command:" entries are exact and never reported.
 //   - security-full-gateway (info), for "main", every agent of config.agents and every agent
 //     section of the approvals file: the effective security (tools.exec mode/security, lowered
 //     by the approvals file's policy for that agent as the exec path does) is full while the
@@ -102,10 +111,10 @@ std::string FormatAuditJson(const std::vector<AuditFinding>& findings);
 // `sandrun audit [--json]`. Loads the config (--config, or $SANDRUN_HOME/config.json), the
 // approvals file read-only (lstat + open(O_NOFOLLOW) + read + config::ParseApprovals: a corrupt
 // file is reported, never moved aside; audit changes nothing on disk), the built-in safe-bin
-// profiles, stats the safeBinTrustedDirs, and prints the findings on stdout (config and approvals
-// normalisation warnings go to stderr). Exit codes: 0 when no finding is a warning (notes
-// allowed), 1 when at least one is, 2 when the input is unusable (no state dir, a config file
-// that does not load, built-in profiles that do not load).
+// profiles and exec-option table, stats the safeBinTrustedDirs, and prints the findings on stdout
+// (config and approvals normalisation warnings go to stderr). Exit codes: 0 when no finding is a
+// warning (notes allowed), 1 when at least one is, 2 when the input is unusable (no state dir, a
+// config file that does not load, built-in profiles or the exec-option table that do not load).
 int RunAuditCommand(const GlobalOptions& global, bool json);
 
 }  // namespace sandrun::api

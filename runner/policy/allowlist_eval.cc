@@ -89,13 +89,27 @@ class Evaluator {
       return s;
     }
     if (IsSafeBuiltin(s.argv[0])) {
+      if (std::optional<BuiltinEvaluation> e = SafeBuiltinEvaluation(s.argv)) {
+        // The builtin would run code from its arguments: an inline eval, never automatic.
+        s.miss = e->why;
+        s.inline_eval = e->what;
+        out_->inline_eval.push_back(e->what);
+        s.needs_exact_entry = true;
+        return s;
+      }
       s.satisfied_by = "safeBuiltins";
       return s;
     }
     SegmentTarget t = ResolveSegment(s.argv, resolve_);
     s.resolved_path = t.policy.real_path;
     for (const auto& [index, resolution] : t.commands) {
-      if (resolution.resolved()) s.rewritten_argv[index] = resolution.resolved_path;
+      if (resolution.resolved()) {
+        s.rewritten_argv[index] = resolution.resolved_path;
+      } else if (!resolution.cwd_path.empty()) {
+        // An unresolved path (matched by its cwd-resolved path): absolute too, so that a `cd`
+        // before it cannot make it name another file.
+        s.rewritten_argv[index] = resolution.cwd_path;
+      }
     }
     if (!t.effective_argv.empty()) {
       s.inline_eval = DetectInlineEval(t.effective_argv);
@@ -105,6 +119,18 @@ class Evaluator {
       s.miss = s.blocked = t.blocked;
       s.needs_exact_entry = true;
       return s;
+    }
+    if (in_.exec_options != nullptr && !t.effective_argv.empty()) {
+      if (std::optional<ExecOptionHit> hit =
+              DetectExecOption(*in_.exec_options, t.effective_argv, t.execution.real_path)) {
+        // The program would run a command it was told to: the allowlist entry (or safe-bin
+        // profile) authorises the program, not that command.
+        s.exec_option = hit->description;
+        out_->inline_eval.push_back(hit->description);
+        s.miss = hit->description + ": " + hit->why + "; needs approval";
+        s.needs_exact_entry = true;
+        return s;
+      }
     }
     const std::string exec_name =
         t.effective_argv.empty() ? std::string() : CommandName(t.effective_argv[0]);
@@ -121,7 +147,14 @@ class Evaluator {
       s.satisfied_by = "skills";
     } else if (IsShellName(exec_name) && depth < kMaxShellWrapperDepth &&
                t.effective_argv.size() >= 3 && t.effective_argv[1] == "-c") {
-      EvaluateShellWrapper(t.effective_argv[2], depth, &s);
+      if (!IsPosixShellName(exec_name)) {
+        // fish and csh quote differently: the analysis and the rewritten payload (POSIX
+        // quoting) would not mean to them what they mean here.
+        s.shell_wrapper = true;
+        s.miss = exec_name + " does not read its -c payload as POSIX sh; needs approval";
+      } else {
+        EvaluateShellWrapper(t.effective_argv[2], depth, &s);
+      }
       // What runs is the payload rewritten too (resolved paths, quoted words): after a `cd` or
       // with a relative PATH entry the inner shell would otherwise find other programs than
       // the ones evaluated here.
@@ -189,11 +222,6 @@ class Evaluator {
 };
 
 }  // namespace
-
-bool IsSafeBuiltin(std::string_view word) {
-  return word == "cd" || word == "true" || word == "pwd" || word == ":" || word == "[" ||
-         word == "test";
-}
 
 AllowlistEvaluation EvaluateAllowlist(std::string_view command, const AllowlistInputs& inputs) {
   AllowlistEvaluation out;

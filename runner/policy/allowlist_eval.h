@@ -4,6 +4,16 @@
 // inline-eval hits; the patterns allow-always would persist. Pure apart from the file probes in
 // ResolveContext.
 //
+// Never satisfied automatically, whatever the entries say (each an allowlist miss, reported in
+// `inline_eval` as well, and persisted by allow-always only as the exact command):
+//   - a safe builtin whose arguments the shell could evaluate (safe_builtins.h:
+//     `test -v 'a[$(cmd)]'`);
+//   - a program using an option, subcommand or mode that runs commands (exec_options.h:
+//     `git -c alias.x='!cmd' x`, `tar --to-command=cmd`, `vim`), when `exec_options` is set.
+// What runs is rewritten: every command word that resolved is replaced by its absolute path, and
+// a path word that did not resolve (matched by its cwd-resolved path) by that absolute path, so
+// a `cd` (or CDPATH) earlier in the command cannot make it name another file.
+//
 // Pattern of use:
 //   AllowlistInputs in{.entries = &resolved.allowlist, .safe_bins = &bins, .resolve = rc};
 //   AllowlistEvaluation e = EvaluateAllowlist(command, in);
@@ -17,7 +27,9 @@
 
 #include "runner/config/approvals_file.h"
 #include "runner/policy/command_resolution.h"
+#include "runner/policy/exec_options.h"
 #include "runner/policy/safe_bins.h"
+#include "runner/policy/safe_builtins.h"
 #include "runner/policy/shell_analysis.h"
 
 namespace sandrun::policy {
@@ -26,7 +38,8 @@ struct AllowlistInputs {
   const std::vector<config::AllowlistEntry>* entries = nullptr;  // may be null: no entries
   const SafeBinSettings* safe_bins = nullptr;                    // may be null: no safe bins
   bool auto_allow_skills = false;
-  std::vector<std::string> skill_bin_dirs;  // trusted skill bin dirs (absolute)
+  std::vector<std::string> skill_bin_dirs;        // trusted skill bin dirs (absolute)
+  const ExecOptionTable* exec_options = nullptr;  // may be null: no program is listed
   ResolveContext resolve;
 };
 
@@ -40,6 +53,7 @@ struct SegmentEvaluation {
   std::string miss;             // why it is not satisfied (blocked, unresolved, no match, ...)
   bool expands = false;         // a glob, brace or ~ word: always needs approval
   std::optional<std::string> inline_eval;   // "python3 -c", "awk inline program", ...
+  std::optional<std::string> exec_option;   // "git -c", "vim (runs commands itself)", ...
   bool shell_wrapper = false;               // sh -c "a && b" evaluated part by part
   std::vector<std::string> rewritten_argv;  // commands replaced by their resolved paths
   std::string rewritten_payload;            // sh -c: the satisfied payload, rewritten
@@ -67,9 +81,6 @@ struct AllowlistEvaluation {
   // yields none. Empty when nothing may be persisted (inline eval is handled by the caller).
   std::vector<std::string> always_patterns;
 };
-
-// The commands satisfied without an allowlist entry (reference §10): cd true pwd : [ test.
-bool IsSafeBuiltin(std::string_view word);
 
 AllowlistEvaluation EvaluateAllowlist(std::string_view command, const AllowlistInputs& inputs);
 

@@ -62,6 +62,17 @@ ApprovalVerdict EvaluateApprovals(const Decision& decision, const std::string& c
     v.reason = "security=full ask=off";
     return v;
   }
+  const ExecOptionTable* exec_options = in.exec_options;
+  if (exec_options == nullptr) {
+    Result<const ExecOptionTable*> builtin = BuiltinExecOptionTable();
+    if (!builtin) {
+      v.verdict = Verdict::kDeny;
+      v.code = "invalid-config";
+      v.reason = builtin.error().ToString();
+      return v;
+    }
+    exec_options = *builtin;
+  }
   static const std::map<std::string, SafeBinProfile> kNone;
   const SafeBinSettings bins = SafeBinSettingsFor(
       exec, in.builtin_safe_bin_profiles ? *in.builtin_safe_bin_profiles : kNone);
@@ -70,6 +81,7 @@ ApprovalVerdict EvaluateApprovals(const Decision& decision, const std::string& c
   ai.safe_bins = &bins;
   ai.auto_allow_skills = in.approvals.auto_allow_skills;
   ai.skill_bin_dirs = exec.skill_bin_dirs;
+  ai.exec_options = exec_options;
   ai.resolve = in.resolve;
   v.eval = EvaluateAllowlist(command, ai);
 

@@ -2,6 +2,10 @@
 // policy from tools.exec and the approvals file, the allowlist evaluation, strictInlineEval, and
 // the verdict: run (the rewritten command when the allowlist is satisfied), ask an operator, or
 // deny. `sandrun policy check` and the exec path both call EvaluateApprovals; neither copies it.
+// strictInlineEval counts every hit of AllowlistEvaluation::inline_eval: OpenClaw's inline
+// programs, safe builtins whose arguments would be evaluated (safe_builtins.h) and programs
+// running commands through their options (exec_options.h); the latter two are allowlist misses
+// even without strictInlineEval (allowlist_eval.h).
 //
 // Pattern of use:
 //   ApprovalInputs in = ...;                       // settings, resolved approvals file, probes
@@ -17,6 +21,7 @@
 #include "runner/config/approvals_file.h"
 #include "runner/config/settings.h"
 #include "runner/policy/allowlist_eval.h"
+#include "runner/policy/exec_options.h"
 #include "runner/policy/gate.h"
 #include "runner/policy/safe_bins.h"
 
@@ -28,6 +33,10 @@ struct ApprovalInputs {
   config::ResolvedApprovals approvals;
   // Built-in safe-bin profiles (profiles/safe-bins/default.json); custom ones come from settings.
   const std::map<std::string, SafeBinProfile>* builtin_safe_bin_profiles = nullptr;
+  // Programs that run commands through their options (exec_options.h); null: the built-in
+  // profiles/exec-options/default.json (BuiltinExecOptionTable). When that cannot be loaded the
+  // verdict is a deny ("invalid-config"): nothing runs on a policy that could not be read.
+  const ExecOptionTable* exec_options = nullptr;
   ResolveContext resolve;  // PATH and cwd of the command's environment
   // Analyse and resolve even when nothing depends on it (security=full, ask=off, no strict
   // inline eval): `policy check` shows the analysis; exec skips the work.

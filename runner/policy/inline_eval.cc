@@ -330,4 +330,9 @@ bool IsShellName(std::string_view name) {
   return std::find(std::begin(kShells), std::end(kShells), base) != std::end(kShells);
 }
 
+bool IsPosixShellName(std::string_view name) {
+  const std::string base = Lower(Basename(name));
+  return IsShellName(base) && base != "fish" && base != "csh" && base != "tcsh";
+}
+
 }  // namespace sandrun::policy

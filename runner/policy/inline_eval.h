@@ -63,4 +63,9 @@ bool IsInterpreterLike(std::string_view name);
 // busybox and toybox are multiplexers, not shells.
 bool IsShellName(std::string_view name);
 
+// The shells of IsShellName that read a -c payload with POSIX sh quoting and operators (the
+// analyser's and RenderShellCommand's): sh bash zsh dash ksh mksh ash rbash yash posh. Not fish
+// (backslash escapes inside single quotes), csh and tcsh (history `!`, no newline in quotes).
+bool IsPosixShellName(std::string_view name);
+
 }  // namespace sandrun::policy

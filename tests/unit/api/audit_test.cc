@@ -61,8 +61,19 @@ const std::map<std::string, policy::SafeBinProfile>& Builtin() {
   return *profiles;
 }
 
+// The shipped profiles/exec-options/default.json.
+const policy::ExecOptionTable& ExecOptions() {
+  static const auto* table = [] {
+    auto r = policy::LoadExecOptionTable(SANDRUN_TEST_PROFILES_DIR);
+    EXPECT_TRUE(r) << r.error().ToString();
+    return new policy::ExecOptionTable(r ? std::move(*r) : policy::ExecOptionTable());
+  }();
+  return *table;
+}
+
 std::vector<AuditFinding> Audit(const Fixture& f) {
   AuditInput in;
+  in.exec_options = &ExecOptions();
   in.config = &f.cfg;
   in.approvals = f.approvals ? &*f.approvals : nullptr;
   in.approvals_mode = f.mode;
@@ -102,6 +113,7 @@ constexpr const char* kWild = "allowlist-wildcard";
 constexpr const char* kShell = "shell-allowlisted";
 constexpr const char* kStrict = "interpreter-allowlisted-without-strict-inline-eval";
 constexpr const char* kFull = "security-full-gateway";
+constexpr const char* kExecOpt = "exec-option-program-allowlisted";
 
 std::string Entry(const std::string& agent, int i) {
   return std::string(kFile) + " agents." + agent + ".allowlist[" + std::to_string(i) + "]";
@@ -237,7 +249,7 @@ const Case kCases[] = {
      {{kRel, kDirs}}},
     // --- allowlists: wildcards ------------------------------------------------------------
     {"AllowlistPlain",
-     [](Fixture& f) { f.Allow("main", {"/usr/bin/rg", "~/bin/tool", "rg", "git*"}); }, {}},
+     [](Fixture& f) { f.Allow("main", {"/usr/bin/rg", "~/bin/tool", "rg", "rg*"}); }, {}},
     {"AllowlistStar", [](Fixture& f) { f.Allow("main", {"*"}); }, {{kWild, Entry("main", 0)}}},
     {"AllowlistStarTrimmed", [](Fixture& f) { f.Allow("main", {" * "}); },
      {{kWild, Entry("main", 0)}}},
@@ -261,7 +273,7 @@ const Case kCases[] = {
      {{kWild, Entry("ops", 0)}}},
     {"AllowlistHomeTreeNotEverything", [](Fixture& f) { f.Allow("main", {"~/**"}); }, {}},
     {"AllowlistUsrTreeCoversShellAndInterpreter", [](Fixture& f) { f.Allow("main", {"/usr/**"}); },
-     {{kShell, Entry("main", 0)}, {kStrict, Entry("main", 0)}}},
+     {{kShell, Entry("main", 0)}, {kStrict, Entry("main", 0)}, {kExecOpt, Entry("main", 0)}}},
     // --- allowlists: shells (always) ------------------------------------------------------
     {"ShellPath", [](Fixture& f) { f.Allow("main", {"/bin/bash"}); },
      {{kShell, Entry("main", 0)}}},
@@ -301,13 +313,41 @@ const Case kCases[] = {
      [](Fixture& f) { f.Allow("main", {"/usr/bin/rg", "/usr/bin/node"}); },
      {{kStrict, Entry("main", 1)}}},
     {"DirectoryGlobStrictOff", [](Fixture& f) { f.Allow("main", {"/usr/bin/*"}); },
-     {{kShell, Entry("main", 0)}, {kStrict, Entry("main", 0)}}},
+     {{kShell, Entry("main", 0)}, {kStrict, Entry("main", 0)}, {kExecOpt, Entry("main", 0)}}},
     {"DirectoryGlobStrictOn",
      [](Fixture& f) {
        StrictOn(f);
        f.Allow("main", {"/usr/bin/*"});
      },
-     {{kShell, Entry("main", 0)}}},
+     {{kShell, Entry("main", 0)}, {kExecOpt, Entry("main", 0)}}},
+    // --- allowlists: programs that run commands through their options (always) --------------
+    {"ExecOptionPath", [](Fixture& f) { f.Allow("main", {"/usr/bin/rg", "/usr/bin/git"}); },
+     {{kExecOpt, Entry("main", 1)}}},
+    {"ExecOptionStrictOnStillWarns",
+     [](Fixture& f) {
+       StrictOn(f);
+       f.Allow("main", {"/usr/bin/tar"});
+     },
+     {{kExecOpt, Entry("main", 0)}}},
+    {"ExecOptionBareName", [](Fixture& f) { f.Allow("main", {"ssh"}); },
+     {{kExecOpt, Entry("main", 0)}}},
+    {"ExecOptionBareGlob", [](Fixture& f) { f.Allow("main", {"git*"}); },
+     {{kExecOpt, Entry("main", 0)}}},
+    {"ExecOptionAlias", [](Fixture& f) { f.Allow("main", {"/usr/bin/vi"}); },
+     {{kExecOpt, Entry("main", 0)}}},
+    {"ExecOptionGlobByProbe", [](Fixture& f) { f.Allow("main", {"/usr/bin/ta?"}); },
+     {{kExecOpt, Entry("main", 0)}}},
+    {"ExecOptionBareGlobByProbe", [](Fixture& f) { f.Allow("main", {"rsyn?"}); },
+     {{kExecOpt, Entry("main", 0)}}},
+    {"ExecOptionHomePath", [](Fixture& f) { f.Allow("main", {"~/.local/bin/zip"}); },
+     {{kExecOpt, Entry("main", 0)}}},
+    {"ExecOptionInStarSection", [](Fixture& f) { f.Allow("*", {"/usr/bin/less"}); },
+     {{kExecOpt, Entry("*", 0)}}},
+    {"ExecOptionWildcardOnlyOnce", [](Fixture& f) { f.Allow("main", {"*"}); },
+     {{kWild, Entry("main", 0)}}},
+    {"ExecOptionExactCommandIgnored",
+     [](Fixture& f) { f.Allow("main", {"=command:0123456789abcdef", "/usr/bin/cat"}); },
+     {}},
     {"ExactCommandEntryIgnored", [](Fixture& f) { f.Allow("main", {"=command:0123456789abcdef"}); },
      {}},
     {"AgentStrictOffGlobalOn",
@@ -533,6 +573,20 @@ TEST(AuditMessagesTest, SayWhatAndHowToFix) {
   w.Allow("main", {"*"});
   EXPECT_NE(Message(w, kWild).find("the same as full"), std::string::npos);
 
+  Fixture git;
+  git.Allow("main", {"/usr/bin/git"});
+  const std::string git_message = Message(git, kExecOpt);
+  EXPECT_NE(git_message.find("\"/usr/bin/git\" allowlists git, which runs commands through some "
+                             "of its options and subcommands (git -c, git --config-env"),
+            std::string::npos)
+      << git_message;
+  EXPECT_NE(git_message.find("hooks"), std::string::npos) << "the program's why is quoted";
+  EXPECT_NE(git_message.find("every time with tools.exec.strictInlineEval"), std::string::npos);
+  Fixture vim;
+  vim.Allow("main", {"/usr/bin/vim"});
+  EXPECT_NE(Message(vim, kExecOpt).find("runs commands by itself, in every use"),
+            std::string::npos);
+
   Fixture g;
   g.cfg.global.sandbox.mode = config::SandboxMode::kNonMain;
   EXPECT_NE(Message(g, kFull).find("main session"), std::string::npos);
@@ -643,6 +697,17 @@ TEST_F(RunAuditTest, InfoOnlyIsExitZero) {
   EXPECT_EQ(Run(false, &out), 0);
   EXPECT_NE(out.find("sandrun audit: INFO tools.exec.security: agent main"), std::string::npos);
   EXPECT_NE(out.find("sandrun audit: 0 warnings, 1 note\n"), std::string::npos);
+}
+
+TEST_F(RunAuditTest, AllowlistedGitIsAWarningFromTheShippedTable) {
+  Write("exec-approvals.json",
+        R"({"version": 1, "agents": {"main": {"allowlist": ["/usr/bin/git"]}}})", 0600);
+  std::string out;
+  EXPECT_EQ(Run(false, &out), 1);
+  EXPECT_NE(out.find("sandrun audit: WARN exec-approvals.json agents.main.allowlist[0]: "
+                     "\"/usr/bin/git\" allowlists git"),
+            std::string::npos)
+      << out;
 }
 
 TEST_F(RunAuditTest, CorruptApprovalsIsReportedAndLeftAlone) {
