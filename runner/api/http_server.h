@@ -10,9 +10,11 @@
 //   - a keep-alive connection idle for idle_timeout between requests is closed; so is one whose
 //     body does not arrive within idle_timeout of its headers, or that does not take a reply (or
 //     an event) within idle_timeout of it being sent;
-//   - a body declared (or grown) over max_body_bytes is answered 413 without being buffered;
-//   - a body holds its size against max_buffered_bytes, shared by every connection, from its
-//     headers until its request is handled: a body that does not fit is answered 503.
+//   - a body over max_body_bytes is answered 413: before any of it is read when its
+//     Content-Length says so, where it crosses the limit when it is chunked;
+//   - a body holds its declared size (a chunked one: max_body_bytes) against max_buffered_bytes,
+//     shared by every connection, from its headers until its request is handled: a body that
+//     does not fit is answered 503.
 // Event streams (RouteStream) count as connections; while one is open the idle timeout does not
 // apply to it (the server reads nothing more from it), only the write deadline does: a client
 // that stops reading its events for idle_timeout is dropped.
@@ -61,7 +63,7 @@ struct HttpServerLimits {
   std::chrono::milliseconds header_timeout{0};  // for a request's headers
   std::chrono::milliseconds idle_timeout{0};    // between requests; for a body; for each write
   size_t max_body_bytes = 0;                    // one request body
-  size_t max_buffered_bytes = 0;                // request bodies being received, all connections
+  size_t max_buffered_bytes = 0;                // request bodies held, all connections
 };
 
 // Writes one server-sent event; false once the client went away.
