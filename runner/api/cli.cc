@@ -1,8 +1,12 @@
 #include "runner/api/cli.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "runner/api/apply_patch_tool.h"
 #include "runner/api/audit_cmd.h"
@@ -56,7 +60,9 @@ void AddExecFlags(CLI::App* exec, ExecFlags& f) {
   exec->add_option("--ask", f.ask, "off | on-miss | always (may only tighten)");
   exec->add_flag("--elevated", f.elevated, "Ask for elevated (host) execution");
   exec->add_option("--workdir", f.workdir, "Working directory (container or host path)");
-  exec->add_option("--env", f.env, "KEY=VALUE for the command (repeatable)");
+  // One KEY=VALUE per --env, taken as it is (no "[A=1,B=2]" list syntax).
+  exec->add_option("--env", f.env, "KEY=VALUE for the command (repeatable)")
+      ->allow_extra_args(false);
   exec->add_option("--timeout", f.timeout, "Seconds before the command is killed (0: none)")
       ->check(CLI::NonNegativeNumber);
   exec->add_option("--yield-ms", f.yield_ms, "Background after this long (needs sandrun serve)")
@@ -64,7 +70,26 @@ void AddExecFlags(CLI::App* exec, ExecFlags& f) {
   exec->add_flag("--background", f.background, "Return at once (needs sandrun serve)");
   exec->add_flag("--pty", f.pty, "Run with a pseudo-terminal");
   exec->add_flag("--json", f.json, "Print the result object instead of streaming");
-  exec->add_option("command", f.command, "The shell command (after --)")->required();
+}
+
+// The words after the first "--": the command of exec and policy check, kept away from CLI11,
+// which would read "[a,b]" as a list of two values. `argv` keeps what comes before.
+std::optional<std::vector<std::string>> TakeCommandWords(std::vector<const char*>* argv) {
+  auto dash = std::find_if(argv->begin() + 1, argv->end(),
+                           [](const char* arg) { return std::string_view(arg) == "--"; });
+  if (dash == argv->end()) return std::nullopt;
+  std::vector<std::string> words(dash + 1, argv->end());
+  argv->erase(dash, argv->end());
+  return words;
+}
+
+// Words given before "--" (or no "--" at all) are refused: only what follows "--" is the command.
+bool CommandGiven(const std::optional<std::vector<std::string>>& words,
+                  const std::vector<std::string>& stray, const char* usage) {
+  if (words && stray.empty()) return true;
+  PrintError(std::string("give the command after --: ") + usage +
+             (stray.empty() ? "" : " (\"" + stray.front() + "\" is before --)"));
+  return false;
 }
 
 }  // namespace
@@ -101,6 +126,8 @@ int RunCli(int argc, char** argv) {
   CLI::App* exec = app.add_subcommand(
       "exec", "Run a shell command (sandboxed by default), streaming its output");
   AddExecFlags(exec, exec_flags);
+  std::vector<std::string> stray_words;  // a command given without "--": refused
+  exec->add_option("COMMAND", stray_words, "The shell command, after --");
 
   ProcessFlags process_flags;
   CLI::App* process = app.add_subcommand(
@@ -164,8 +191,9 @@ int RunCli(int argc, char** argv) {
       "check", "Print the decision (allow/ask/deny), the analysis and the rewritten command");
   policy_check->add_option("--host", policy_flags.host, "auto | sandbox | gateway | node");
   policy_check->add_option("--cwd", policy_flags.cwd, "The command's working directory");
-  policy_check->add_option("--env", policy_flags.env, "KEY=VALUE for the command (repeatable)");
-  policy_check->add_option("COMMAND", policy_flags.command, "The command (after --)")->required();
+  policy_check->add_option("--env", policy_flags.env, "KEY=VALUE for the command (repeatable)")
+      ->allow_extra_args(false);
+  policy_check->add_option("COMMAND", stray_words, "The command, after --");
 
   ApprovalsFlags approvals_flags;
   CLI::App* approvals = app.add_subcommand(
@@ -211,15 +239,31 @@ int RunCli(int argc, char** argv) {
   image_build->add_option("--images-dir", images_dir,
                           "Directory of recipes (default $SANDRUN_IMAGES_DIR or the source tree)");
 
+  std::vector<const char*> options(argv, argv + argc);
+  std::optional<std::vector<std::string>> words = TakeCommandWords(&options);
+  auto takes_words = [&] { return exec->parsed() || policy_check->parsed(); };
+  auto fail = [&](const CLI::ParseError& e) { return app.exit(e) == 0 ? kExitOk : kExitRefused; };
   try {
-    app.parse(argc, argv);
+    app.parse(static_cast<int>(options.size()), options.data());
   } catch (const CLI::ParseError& e) {
-    int code = app.exit(e);
-    return code == 0 ? kExitOk : kExitRefused;
+    if (!words || takes_words()) return fail(e);
+  }
+  if (words && !takes_words()) {
+    // The other subcommands read "--" the CLI11 way (e.g. approvals allowlist add -- -x).
+    words.reset();
+    try {
+      app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+      return fail(e);
+    }
   }
 
   if (call->parsed()) return RunToolCallCommand(global, call_json);
-  if (exec->parsed()) return RunExecCommand(global, exec_flags);
+  if (exec->parsed()) {
+    if (!CommandGiven(words, stray_words, "sandrun exec [flags] -- COMMAND")) return kExitRefused;
+    exec_flags.command = std::move(*words);
+    return RunExecCommand(global, exec_flags);
+  }
   if (process->parsed()) return RunProcessCommand(global, process_flags);
   if (serve->parsed()) return RunServeCommand(global, serve_options);
   if (apply_patch->parsed()) return RunApplyPatchCommand(global, patch_flags);
@@ -229,7 +273,13 @@ int RunCli(int argc, char** argv) {
                                                       : "prune";
     return RunSandboxCommand(global, sandbox_cmd);
   }
-  if (policy_check->parsed()) return RunPolicyCheckCommand(global, policy_flags);
+  if (policy_check->parsed()) {
+    if (!CommandGiven(words, stray_words, "sandrun policy check [flags] -- COMMAND")) {
+      return kExitRefused;
+    }
+    policy_flags.command = std::move(*words);
+    return RunPolicyCheckCommand(global, policy_flags);
+  }
   if (approvals->parsed()) {
     approvals_flags.action = approvals_list->parsed()      ? "list"
                              : approvals_approve->parsed() ? "approve"

@@ -13,6 +13,7 @@
 #include "runner/api/server_client.h"
 #include "runner/api/tool_call.h"
 #include "runner/config/state_dir.h"
+#include "runner/policy/shell_analysis.h"
 #include "sandbox/base/json.h"
 
 namespace sandrun::api {
@@ -102,6 +103,16 @@ std::string ParseEnvFlags(const std::vector<std::string>& flags,
   return "";
 }
 
+std::string CommandFromWords(const std::vector<std::string>& words) {
+  if (words.size() == 1) return words[0];
+  std::string command;
+  for (const std::string& word : words) {
+    if (!command.empty()) command += ' ';  // a quoted word is never empty
+    command += policy::QuoteShellWord(word);
+  }
+  return command;
+}
+
 int RunCallCommand(const GlobalOptions& global, const std::string& json_arg) {
   std::string text = json_arg;
   if (text.empty() || text == "-") {
@@ -129,8 +140,7 @@ int RunCallCommand(const GlobalOptions& global, const std::string& json_arg) {
 
 int RunExecCommand(const GlobalOptions& global, const ExecFlags& flags) {
   // Build the same request a tool call would carry, so both paths validate identically.
-  std::string command;
-  for (const auto& part : flags.command) command += (command.empty() ? "" : " ") + part;
+  std::string command = CommandFromWords(flags.command);
   policy::ExecRequest request;
   request.command = command;
   if (auto invalid = ValidateCommand(command)) {

@@ -22,8 +22,16 @@ struct ExecFlags {
   bool background = false;
   bool pty = false;
   bool json = false;
-  std::vector<std::string> command;  // joined with spaces
+  std::vector<std::string> command;  // the words after "--", for CommandFromWords
 };
+
+// The shell text for the words that follow "--" on the command line of exec and policy check.
+// They are never reparsed: one word is the text byte for byte ("[a,b]" stays "[a,b]"); several
+// are each quoted for sh (policy::QuoteShellWord) and joined with spaces, so that the shell runs
+// exactly that argv: {"printf", "%s|", "a  b", "it's"} -> printf '%s|' 'a  b' 'it'"'"'s'. (One
+// exception is the shell's, not ours: bash takes a command name starting with '%', quoted or not,
+// as a job spec; the allowlist analysis refuses it as job-control.) No words: "".
+std::string CommandFromWords(const std::vector<std::string>& words);
 
 // Streams the command's output to our stdout/stderr and exits with its exit code (124 on
 // timeout, 128+N on signal N), or 2 when refused; with --json prints the result object.

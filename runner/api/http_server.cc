@@ -1,5 +1,6 @@
 #include "runner/api/http_server.h"
 
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -12,9 +13,12 @@
 #include <condition_variable>
 #include <mutex>
 #include <set>
+#include <system_error>
 #include <thread>
 
+#include "sandbox/base/json.h"
 #include "sandbox/base/strings.h"
+#include "sandbox/os/unique_fd.h"
 
 namespace sandrun::api {
 namespace {
@@ -23,8 +27,146 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 using Local = asio::local::stream_protocol;
+using Clock = std::chrono::steady_clock;
+using BoostError = boost::system::error_code;
 
-constexpr size_t kMaxBody = 8u << 20;  // a tool call is at most 4 MiB
+// A connected socket under a deadline: Beast's synchronous algorithms read and write through it,
+// and a peer that stalls past the deadline gets beast::error::timeout instead of holding the
+// thread. (Asio's own blocking socket waits without limit, whatever SO_RCVTIMEO says.)
+class DeadlineStream {
+ public:
+  explicit DeadlineStream(int fd) : fd_(fd) {}
+
+  void ExpiresAt(Clock::time_point deadline) { deadline_ = deadline; }
+  void ExpiresAfter(std::chrono::milliseconds d) { deadline_ = Clock::now() + d; }
+
+  // Waits for a byte (or the end of the stream) to read.
+  bool WaitReadable(BoostError& ec) { return Wait(POLLIN, ec); }
+
+  template <class MutableBufferSequence>
+  size_t read_some(const MutableBufferSequence& buffers, BoostError& ec) {
+    asio::mutable_buffer b = FirstNonEmpty<asio::mutable_buffer>(buffers);
+    ec = {};
+    if (b.size() == 0) return 0;
+    for (;;) {
+      if (!Wait(POLLIN, ec)) return 0;
+      ssize_t n = ::recv(fd_, b.data(), b.size(), MSG_DONTWAIT);
+      if (n > 0) return static_cast<size_t>(n);
+      if (n == 0) {
+        ec = asio::error::eof;
+        return 0;
+      }
+      if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
+      ec.assign(errno, boost::system::system_category());
+      return 0;
+    }
+  }
+
+  template <class ConstBufferSequence>
+  size_t write_some(const ConstBufferSequence& buffers, BoostError& ec) {
+    asio::const_buffer b = FirstNonEmpty<asio::const_buffer>(buffers);
+    ec = {};
+    if (b.size() == 0) return 0;
+    for (;;) {
+      if (!Wait(POLLOUT, ec)) return 0;
+      ssize_t n = ::send(fd_, b.data(), b.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+      if (n >= 0) return static_cast<size_t>(n);
+      if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
+      ec.assign(errno, boost::system::system_category());
+      return 0;
+    }
+  }
+
+  // Beast's stream concepts also name the throwing overloads; only the error_code ones are ever
+  // called, so these are declared and never defined (a use would fail to link).
+  template <class MutableBufferSequence>
+  size_t read_some(const MutableBufferSequence& buffers);
+  template <class ConstBufferSequence>
+  size_t write_some(const ConstBufferSequence& buffers);
+
+ private:
+  template <class Buffer, class Sequence>
+  static Buffer FirstNonEmpty(const Sequence& buffers) {
+    for (auto it = asio::buffer_sequence_begin(buffers); it != asio::buffer_sequence_end(buffers);
+         ++it) {
+      Buffer b(*it);
+      if (b.size() > 0) return b;
+    }
+    return Buffer();
+  }
+
+  bool Wait(short events, BoostError& ec) {
+    for (;;) {
+      auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - Clock::now()).count();
+      if (left <= 0) {
+        ec = beast::error::timeout;
+        return false;
+      }
+      pollfd p{fd_, events, 0};
+      int ready = ::poll(&p, 1, static_cast<int>(std::min<long long>(left, 1 << 30)));
+      if (ready > 0) return true;  // POLLHUP/POLLERR too: the next call reports them
+      if (ready < 0 && errno != EINTR) {
+        ec.assign(errno, boost::system::system_category());
+        return false;
+      }
+    }
+  }
+
+  int fd_;
+  Clock::time_point deadline_ = Clock::now();
+};
+
+// Bytes of request bodies being received, across connections.
+class ByteBudget {
+ public:
+  explicit ByteBudget(size_t max) : max_(max) {}
+  bool TryReserve(size_t n) {
+    size_t used = used_.load();
+    do {
+      if (n > max_ || used > max_ - n) return false;
+    } while (!used_.compare_exchange_weak(used, used + n));
+    return true;
+  }
+  void Release(size_t n) { used_.fetch_sub(n); }
+
+ private:
+  const size_t max_;
+  std::atomic<size_t> used_{0};
+};
+
+// A share of the budget, given back when the request is done.
+class Reservation {
+ public:
+  Reservation() = default;
+  Reservation(ByteBudget* budget, size_t n) : budget_(budget), n_(n) {}
+  Reservation(Reservation&& other) noexcept
+      : budget_(std::exchange(other.budget_, nullptr)), n_(other.n_) {}
+  Reservation& operator=(Reservation&& other) noexcept {
+    if (this != &other) {
+      if (budget_ != nullptr) budget_->Release(n_);
+      budget_ = std::exchange(other.budget_, nullptr);
+      n_ = other.n_;
+    }
+    return *this;
+  }
+  Reservation(const Reservation&) = delete;
+  Reservation& operator=(const Reservation&) = delete;
+  ~Reservation() {
+    if (budget_ != nullptr) budget_->Release(n_);
+  }
+
+ private:
+  ByteBudget* budget_ = nullptr;
+  size_t n_ = 0;
+};
+
+// A complete reply that ends the connection, e.g. a refusal sent before reading anything.
+std::string ClosingReply(int status, const char* reason, const std::string& json) {
+  return "HTTP/1.1 " + std::to_string(status) + " " + reason +
+         "\r\nServer: sandrun\r\nContent-Type: application/json\r\nContent-Length: " +
+         std::to_string(json.size()) + "\r\nConnection: close\r\n\r\n" + json;
+}
 
 int Hex(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -76,12 +218,17 @@ struct HttpServer::Impl {
     Handler handler;
     StreamHandler stream;
   };
+
+  explicit Impl(const HttpServerLimits& l) : limits(l), budget(l.max_buffered_bytes) {}
+
+  const HttpServerLimits limits;
+  ByteBudget budget;
   asio::io_context io;
   std::unique_ptr<Local::acceptor> acceptor;
   std::vector<RouteEntry> routes;
   std::mutex mu;
   std::set<int> live_fds;  // guarded by mu
-  int active = 0;          // connection threads running, guarded by mu
+  size_t active = 0;       // connection threads running, guarded by mu
   std::condition_variable idle;
   std::string socket_path;
 
@@ -95,9 +242,179 @@ struct HttpServer::Impl {
     }
     return nullptr;
   }
+
+  // Takes a connection slot for `fd`; false when every slot is taken.
+  bool Admit(int fd) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (active >= limits.max_connections) return false;
+    live_fds.insert(fd);
+    ++active;
+    return true;
+  }
+  // Gives the slot back. Called before the fd is closed, so Stop never shuts down a reused
+  // descriptor, and a client that saw its connection end can count on the slot being free.
+  void Leave(int fd) {
+    std::lock_guard<std::mutex> lock(mu);
+    live_fds.erase(fd);
+    if (--active == 0) idle.notify_all();
+  }
+
+  void ServeConnection(int fd, const std::atomic<bool>& stopping);
+  // Serves one event stream on the connection; returns when it ends.
+  void ServeStream(DeadlineStream& stream, const RouteEntry& route, const HttpRequestInfo& info,
+                   unsigned version, const std::atomic<bool>& stopping);
+  // Writes a JSON reply; false if the client did not take it in time.
+  bool Reply(DeadlineStream& stream, unsigned version, const HttpReply& reply, bool keep_alive);
 };
 
-HttpServer::HttpServer() : impl_(std::make_unique<Impl>()) {}
+namespace {
+
+const char* kBusyConnections = "too many connections (server.maxConnections); retry later";
+
+}  // namespace
+
+bool HttpServer::Impl::Reply(DeadlineStream& stream, unsigned version, const HttpReply& reply,
+                             bool keep_alive) {
+  http::response<http::string_body> res{static_cast<http::status>(reply.status), version};
+  res.set(http::field::content_type, reply.content_type);
+  res.set(http::field::server, "sandrun");
+  res.body() = reply.body;
+  res.keep_alive(keep_alive);
+  res.prepare_payload();
+  stream.ExpiresAfter(limits.idle_timeout);
+  BoostError ec;
+  http::write(stream, res, ec);
+  return !ec;
+}
+
+void HttpServer::Impl::ServeStream(DeadlineStream& stream, const RouteEntry& route,
+                                   const HttpRequestInfo& info, unsigned version,
+                                   const std::atomic<bool>& stopping) {
+  http::response<http::empty_body> head{http::status::ok, version};
+  head.set(http::field::content_type, "text/event-stream");
+  head.set(http::field::cache_control, "no-cache");
+  head.keep_alive(false);
+  http::response_serializer<http::empty_body> sr{head};
+  stream.ExpiresAfter(limits.idle_timeout);
+  BoostError ec;
+  http::write_header(stream, sr, ec);
+  if (ec) return;
+  EventWriter writer = [&](const std::string& event, const std::string& data) {
+    std::string frame = "event: " + event + "\n";
+    size_t start = 0;
+    for (size_t nl; (nl = data.find('\n', start)) != std::string::npos; start = nl + 1) {
+      frame += "data: " + data.substr(start, nl - start) + "\n";
+    }
+    frame += "data: " + data.substr(start) + "\n\n";
+    // Each event must be taken within the idle timeout; the stream itself may last for ever.
+    stream.ExpiresAfter(limits.idle_timeout);
+    BoostError e;
+    asio::write(stream, asio::buffer(frame), e);
+    return !e;
+  };
+  route.stream(info, writer, stopping);
+}
+
+void HttpServer::Impl::ServeConnection(int fd, const std::atomic<bool>& stopping) {
+  ucred cred{};
+  socklen_t len = sizeof cred;
+  uid_t uid = static_cast<uid_t>(-1);
+  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0) uid = cred.uid;
+  DeadlineStream stream(fd);
+  beast::flat_buffer buffer;
+  const Clock::time_point accepted = Clock::now();
+  for (bool first = true;; first = false) {
+    // The first request's headers must be complete within the header timeout of the connection;
+    // later ones within the header timeout of their first byte, which must come within the idle
+    // timeout.
+    if (!first && buffer.size() == 0) {
+      stream.ExpiresAfter(limits.idle_timeout);
+      BoostError ec;
+      if (!stream.WaitReadable(ec)) break;
+    }
+    stream.ExpiresAt((first ? accepted : Clock::now()) + limits.header_timeout);
+
+    http::request_parser<http::string_body> parser;
+    parser.body_limit(limits.max_body_bytes);  // a larger Content-Length fails at the header
+    BoostError ec;
+    http::read_header(stream, buffer, parser, ec);
+    auto too_large = [&] {
+      (void)Reply(
+          stream, 11,
+          JsonReply(413, RenderToolError("body-too-large",
+                                         "the request body is over server.maxBodyBytes (" +
+                                             std::to_string(limits.max_body_bytes) + " bytes)")),
+          false);
+    };
+    if (ec == http::error::body_limit) {
+      too_large();
+      break;
+    }
+    if (ec) break;
+    const unsigned version = parser.get().version();
+
+    Reservation reservation;
+    if (!parser.is_done()) {
+      // What the body will hold once read: its declared length, or for a chunked body the most
+      // it may grow to.
+      size_t need = static_cast<size_t>(parser.content_length().value_or(limits.max_body_bytes));
+      if (!budget.TryReserve(need)) {
+        (void)Reply(stream, version,
+                    JsonReply(503, RenderToolError("server-busy",
+                                                   "request bodies being received fill "
+                                                   "server.maxBufferedBytes; retry later")),
+                    false);
+        break;
+      }
+      reservation = Reservation(&budget, need);
+      if (beast::iequals(parser.get()[http::field::expect], "100-continue")) {
+        http::response<http::empty_body> go_on{http::status::continue_, version};
+        stream.ExpiresAfter(limits.idle_timeout);
+        http::write(stream, go_on, ec);
+        if (ec) break;
+      }
+      stream.ExpiresAfter(limits.idle_timeout);
+      http::read(stream, buffer, parser, ec);
+      if (ec == http::error::body_limit) {
+        too_large();
+        break;
+      }
+      if (ec) break;
+    }
+
+    auto& req = parser.get();
+    HttpRequestInfo info;
+    info.method = std::string(req.method_string());
+    info.target = std::string(req.target());
+    info.body = std::move(req.body());
+    info.peer_uid = uid;
+    for (const auto& field : req) {
+      info.headers[Lower(std::string(field.name_string()))] = std::string(field.value());
+    }
+    ParseTarget(info);
+    bool wrong_method = false;
+    const RouteEntry* route = Find(info.method, info.path, &wrong_method);
+    if (route != nullptr && route->stream) {
+      reservation = Reservation();
+      ServeStream(stream, *route, info, version, stopping);
+      break;
+    }
+    HttpReply reply;
+    if (route != nullptr) {
+      reply = route->handler(info);
+    } else {
+      reply = JsonReply(wrong_method ? 405 : 404,
+                        RenderToolError(wrong_method ? "method-not-allowed" : "not-found",
+                                        "no route for " + info.method + " " + info.path));
+    }
+    info = HttpRequestInfo();
+    reservation = Reservation();  // the body is gone
+    bool keep_alive = req.keep_alive() && !stopping.load();
+    if (!Reply(stream, version, reply, keep_alive) || !keep_alive) break;
+  }
+}
+
+HttpServer::HttpServer(const HttpServerLimits& limits) : impl_(std::make_unique<Impl>(limits)) {}
 
 HttpServer::~HttpServer() {
   Stop();
@@ -157,98 +474,43 @@ Status HttpServer::ListenUnix(const std::string& path, unsigned mode) {
 }
 
 void HttpServer::Serve() {
+  const std::string busy =
+      ClosingReply(503, "Service Unavailable", RenderToolError("server-busy", kBusyConnections));
+  const int listen_fd = impl_->acceptor->native_handle();
   while (!stopping_.load()) {
-    Local::socket socket(impl_->io);
-    boost::system::error_code ec;
-    impl_->acceptor->accept(socket, ec);
-    if (ec || stopping_.load()) break;
-    int fd = socket.native_handle();
-    {
-      std::lock_guard<std::mutex> lock(impl_->mu);
-      impl_->live_fds.insert(fd);
-      ++impl_->active;
+    UniqueFd conn(::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC));
+    if (stopping_.load()) break;
+    if (!conn.valid()) {
+      if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO) continue;
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+        // Out of descriptors or memory for now: connections wait in the backlog meanwhile.
+        ::poll(nullptr, 0, 50);
+        continue;
+      }
+      break;  // the listening socket was shut down (Stop) or broke
+    }
+    const int fd = conn.get();
+    // Refused at once, not queued: the reply fits in an empty socket buffer, so it never blocks.
+    auto refuse = [&] { (void)::send(fd, busy.data(), busy.size(), MSG_DONTWAIT | MSG_NOSIGNAL); };
+    if (!impl_->Admit(fd)) {
+      refuse();
+      continue;
     }
     // Detached: a long-running server must not collect finished threads; Serve waits for the
     // count of active ones to reach zero instead.
-    std::thread([this, socket = std::move(socket), fd]() mutable {
-      ucred cred{};
-      socklen_t len = sizeof cred;
-      uid_t uid = static_cast<uid_t>(-1);
-      if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0) uid = cred.uid;
-      beast::flat_buffer buffer;
-      for (;;) {
-        http::request_parser<http::string_body> parser;
-        parser.body_limit(kMaxBody);
-        boost::system::error_code rec;
-        http::read(socket, buffer, parser, rec);
-        if (rec) break;
-        auto& req = parser.get();
-        HttpRequestInfo info;
-        info.method = std::string(req.method_string());
-        info.target = std::string(req.target());
-        info.body = std::move(req.body());
-        info.peer_uid = uid;
-        for (const auto& field : req) {
-          info.headers[Lower(std::string(field.name_string()))] = std::string(field.value());
-        }
-        ParseTarget(info);
-        bool wrong_method = false;
-        const auto* route = impl_->Find(info.method, info.path, &wrong_method);
-        if (route != nullptr && route->stream) {
-          http::response<http::empty_body> head{http::status::ok, req.version()};
-          head.set(http::field::content_type, "text/event-stream");
-          head.set(http::field::cache_control, "no-cache");
-          head.keep_alive(false);
-          http::response_serializer<http::empty_body> sr{head};
-          boost::system::error_code wec;
-          http::write_header(socket, sr, wec);
-          if (wec) break;
-          EventWriter writer = [&socket](const std::string& event, const std::string& data) {
-            std::string frame = "event: " + event + "\n";
-            size_t start = 0;
-            for (size_t nl; (nl = data.find('\n', start)) != std::string::npos; start = nl + 1) {
-              frame += "data: " + data.substr(start, nl - start) + "\n";
-            }
-            frame += "data: " + data.substr(start) + "\n\n";
-            boost::system::error_code e;
-            asio::write(socket, asio::buffer(frame), e);
-            return !e;
-          };
-          route->stream(info, writer, stopping_);
-          break;
-        }
-        HttpReply reply;
-        if (route != nullptr) {
-          reply = route->handler(info);
-        } else {
-          reply = JsonReply(wrong_method ? 405 : 404,
-                            std::string(R"({"error":{"code":")") +
-                                (wrong_method ? "method-not-allowed" : "not-found") +
-                                R"(","message":"no route for )" + info.method + " " + info.path +
-                                "\"}}");
-        }
-        http::response<http::string_body> res{static_cast<http::status>(reply.status),
-                                              req.version()};
-        res.set(http::field::content_type, reply.content_type);
-        res.set(http::field::server, "sandrun");
-        res.body() = std::move(reply.body);
-        res.keep_alive(req.keep_alive() && !stopping_.load());
-        res.prepare_payload();
-        boost::system::error_code wec;
-        http::write(socket, res, wec);
-        if (wec || !res.keep_alive()) break;
-      }
-      {
-        // Forget the fd before closing it, so Stop never shuts down a reused descriptor.
-        std::lock_guard<std::mutex> lock(impl_->mu);
-        impl_->live_fds.erase(fd);
-      }
-      boost::system::error_code ignored;
-      socket.shutdown(Local::socket::shutdown_both, ignored);
-      socket.close(ignored);
-      std::lock_guard<std::mutex> lock(impl_->mu);
-      if (--impl_->active == 0) impl_->idle.notify_all();
-    }).detach();
+    try {
+      std::thread([this, fd]() {
+        UniqueFd owned(fd);
+        impl_->ServeConnection(fd, stopping_);
+        impl_->Leave(fd);
+        ::shutdown(fd, SHUT_RDWR);
+      }).detach();
+      (void)conn.release();  // the thread owns it now
+    } catch (const std::system_error&) {
+      // No thread to be had (a resource limit): the same answer as a full server.
+      impl_->Leave(fd);
+      refuse();
+    }
   }
   std::unique_lock<std::mutex> lock(impl_->mu);
   impl_->idle.wait(lock, [this] { return impl_->active == 0; });

@@ -2,8 +2,26 @@
 // connection, keep-alive, JSON request/response handlers, and server-sent event streams.
 // Knows nothing of tools: routes are handlers given by the caller.
 //
+// Bounded by HttpServerLimits, so that no client can hold the server's threads or memory:
+//   - connections beyond max_connections are answered 503 at once and closed (never queued);
+//   - a request's headers must arrive within header_timeout (counted from the connection for its
+//     first request, from the request's first byte on a keep-alive connection), else the
+//     connection is closed;
+//   - a keep-alive connection idle for idle_timeout between requests is closed; so is one whose
+//     body does not arrive within idle_timeout of its headers, or that does not take a reply (or
+//     an event) within idle_timeout of it being sent;
+//   - a body over max_body_bytes is answered 413: before any of it is read when its
+//     Content-Length says so, where it crosses the limit when it is chunked;
+//   - a body holds its declared size (a chunked one: max_body_bytes) against max_buffered_bytes,
+//     shared by every connection, from its headers until its request is handled: a body that
+//     does not fit is answered 503.
+// Event streams (RouteStream) count as connections; while one is open the idle timeout does not
+// apply to it (the server reads nothing more from it), only the write deadline does: a client
+// that stops reading its events for idle_timeout is dropped.
+// Every limit refusal closes the connection.
+//
 // Pattern of use:
-//   HttpServer server;
+//   HttpServer server(limits);
 //   server.Route("POST", "/v1/tools/exec", [&](const HttpRequestInfo& r) { return Reply(...); });
 //   SANDRUN_RETURN_IF_ERROR(server.ListenUnix(path, 0600));
 //   server.Serve();            // until Stop() from another thread (e.g. a signal watcher)
@@ -12,6 +30,8 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <chrono>
+#include <cstddef>
 #include <functional>
 #include <map>
 #include <memory>
@@ -38,6 +58,14 @@ struct HttpReply {
   std::string body;
 };
 
+struct HttpServerLimits {
+  size_t max_connections = 0;                   // open connections (event streams included)
+  std::chrono::milliseconds header_timeout{0};  // for a request's headers
+  std::chrono::milliseconds idle_timeout{0};    // between requests; for a body; for each write
+  size_t max_body_bytes = 0;                    // one request body
+  size_t max_buffered_bytes = 0;                // request bodies held, all connections
+};
+
 // Writes one server-sent event; false once the client went away.
 using EventWriter = std::function<bool(const std::string& event, const std::string& data)>;
 
@@ -49,7 +77,7 @@ class HttpServer {
   using StreamHandler = std::function<void(const HttpRequestInfo&, const EventWriter& write,
                                            const std::atomic<bool>& stopping)>;
 
-  HttpServer();
+  explicit HttpServer(const HttpServerLimits& limits);
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;

@@ -154,9 +154,7 @@ std::string PolicyCheckJson(const GlobalOptions& global, const policy::Caller& c
 
 int RunPolicyCheckCommand(const GlobalOptions& global, const PolicyCheckFlags& flags) {
   policy::ExecRequest request;
-  for (const auto& part : flags.command) {
-    request.command += (request.command.empty() ? "" : " ") + part;
-  }
+  request.command = CommandFromWords(flags.command);
   if (!flags.host.empty()) request.host = flags.host;
   if (!flags.cwd.empty()) request.workdir = flags.cwd;
   if (std::string bad = ParseEnvFlags(flags.env, &request.env); !bad.empty()) {

@@ -23,9 +23,9 @@ std::string PolicyCheckJson(const GlobalOptions& global, const policy::Caller& c
 
 struct PolicyCheckFlags {
   std::string host;
-  std::string cwd;               // the command's workdir (relative to the workspace)
-  std::vector<std::string> env;  // K=V
-  std::vector<std::string> command;
+  std::string cwd;                   // the command's workdir (relative to the workspace)
+  std::vector<std::string> env;      // K=V
+  std::vector<std::string> command;  // the words after "--", for CommandFromWords
 };
 int RunPolicyCheckCommand(const GlobalOptions& global, const PolicyCheckFlags& flags);
 

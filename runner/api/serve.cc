@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
@@ -106,6 +107,16 @@ HttpReply ErrorReply(int status, const std::string& code, const std::string& mes
   return JsonReply(status, RenderError(ToolError{code, message}));
 }
 
+HttpServerLimits LimitsFrom(const config::ServerSettings& s) {
+  HttpServerLimits limits;
+  limits.max_connections = static_cast<size_t>(s.max_connections);
+  limits.header_timeout = std::chrono::milliseconds(s.header_timeout_ms);
+  limits.idle_timeout = std::chrono::milliseconds(s.idle_timeout_ms);
+  limits.max_body_bytes = static_cast<size_t>(s.max_body_bytes);
+  limits.max_buffered_bytes = static_cast<size_t>(s.max_buffered_bytes);
+  return limits;
+}
+
 }  // namespace
 
 int RunServeCommand(const GlobalOptions& global, const ServeOptions& options) {
@@ -188,7 +199,7 @@ int RunServeCommand(const GlobalOptions& global, const ServeOptions& options) {
   services.approvals = &broker;
   std::atomic<uint64_t> requests{0}, refused{0};
 
-  HttpServer server;
+  HttpServer server(LimitsFrom(cfg->server));
   server.Route("GET", "/healthz", [&](const HttpRequestInfo&) {
     return JsonReply(200, "{\"ok\":true,\"sessions\":" + std::to_string(manager.size()) + "}");
   });

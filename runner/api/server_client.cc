@@ -38,6 +38,9 @@ Result<ServerReply> Exchange(const std::string& socket, const std::string& reque
   while (!out.empty()) {
     ssize_t n = ::send(fd.get(), out.data(), out.size(), MSG_NOSIGNAL);
     if (n < 0 && errno == EINTR) continue;
+    // A server that refuses (busy, body too large) answers and closes without reading on: its
+    // answer is still there to read.
+    if (n < 0 && (errno == EPIPE || errno == ECONNRESET)) break;
     if (n < 0) return Error::FromErrno(errno, "writing to the server");
     out.remove_prefix(static_cast<size_t>(n));
   }
@@ -56,6 +59,9 @@ Result<ServerReply> Exchange(const std::string& socket, const std::string& reque
     if (ready == 0) continue;
     ssize_t n = ::recv(fd.get(), buf, sizeof buf, 0);
     if (n < 0 && errno == EINTR) continue;
+    // A refusing server closes without reading our request: the kernel then reports a reset
+    // after its reply.
+    if (n < 0 && errno == ECONNRESET && !in.empty()) break;
     if (n < 0) return Error::FromErrno(errno, "reading from the server");
     if (n == 0) break;  // Connection: close: the reply ends with the connection
     in.append(buf, static_cast<size_t>(n));
@@ -95,7 +101,7 @@ bool ServerAnswers(const std::string& socket) {
   struct stat st {};
   if (::stat(socket.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode)) return false;
   auto reply = Exchange(socket, RequestHead("GET", "/healthz", {}, 0), std::chrono::seconds(2));
-  return reply && reply->status == 200;
+  return reply && (reply->status == 200 || reply->status == 503);
 }
 
 Result<ServerReply> RequestServer(const std::string& socket, const std::string& method,

@@ -19,7 +19,9 @@ struct ServerReply {
 // The socket to use: --server, else $SANDRUN_HOME/sandrun.sock.
 std::string ServerSocketPath(const GlobalOptions& global, const std::string& state_dir);
 
-// Whether a server answers GET /healthz on `socket` (quickly: a missing socket costs a stat).
+// Whether a server answers GET /healthz on `socket` (quickly: a missing socket costs a stat). A
+// server that refuses it as busy (503: all of server.maxConnections taken) counts: calls then go
+// to it and report its refusal, rather than running in-process behind its back.
 bool ServerAnswers(const std::string& socket);
 
 // POSTs `body` to `path` with the CLI's agent/session/workspace as headers.

@@ -79,6 +79,8 @@ class Loader : public ConfigReader {
                if (!v.IsObject()) return Expected(p, "an object", v);
                return Ok();
              }},
+            {"server", [&](const Value& v,
+                           const std::string& p) { return ApplyServer(v, p, &config->server); }},
         }));
     if (agents != nullptr && agents->IsObject()) {
       SANDRUN_RETURN_IF_ERROR(ApplyAgents(*agents, "agents", config));
@@ -87,6 +89,30 @@ class Loader : public ConfigReader {
   }
 
   // ---- Sections. ----
+
+  Status ApplyServer(const Value& v, const std::string& path, ServerSettings* s) {
+    SANDRUN_RETURN_IF_ERROR(Members(v, path,
+                                    {
+                                        Int("maxConnections", &s->max_connections, 1, 65536),
+                                        Int("headerTimeoutMs", &s->header_timeout_ms, 100, 3600000),
+                                        Int("idleTimeoutMs", &s->idle_timeout_ms, 100, 86400000),
+                                        Size("maxBodyBytes", &s->max_body_bytes, false),
+                                        Size("maxBufferedBytes", &s->max_buffered_bytes, false),
+                                    }));
+    const std::string body = JoinKey(path, "maxBodyBytes");
+    const std::string buffered = JoinKey(path, "maxBufferedBytes");
+    if (s->max_body_bytes < 1024) {
+      return Fail(body, "expected at least 1024 bytes, got " + std::to_string(s->max_body_bytes));
+    }
+    if (s->max_buffered_bytes < s->max_body_bytes) {
+      // Blames the key the file sets (maxBufferedBytes when both are set).
+      return Fail(v.HasMember("maxBufferedBytes") ? buffered : body,
+                  "server.maxBufferedBytes (" + std::to_string(s->max_buffered_bytes) +
+                      ") must be at least server.maxBodyBytes (" +
+                      std::to_string(s->max_body_bytes) + ")");
+    }
+    return Ok();
+  }
 
   // agents.defaults and agents.<id>: tools, sandbox, workspace (and "id" in agents.list[]).
   Status ApplySection(const Value& v, const std::string& path, AgentSettings* out, Level level,

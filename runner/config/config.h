@@ -11,6 +11,7 @@
 //       "list":     [{"id": "<id>", ...}],  // OpenClaw's agents.list[] form, same content
 //       "entries":  {"<id>": {...}}         // OpenClaw's agents.entries.<id> form
 //     },
+//     "server": {"maxConnections": ..., ...},  // sandrun serve's limits (top level only)
 //     "$schema": ..., "version": ...         // accepted, ignored
 //   }
 // The global level is the built-in defaults, then agents.defaults.*, then the top-level tools /
@@ -47,6 +48,7 @@ struct Config {
   std::string source_path;            // "" when no file was found (defaults only)
   std::vector<std::string> warnings;  // "config.json:12:5: unknown key tools.exec.foo (ignored)"
 
+  ServerSettings server;                        // server.*
   AgentSettings global;                         // defaults + agents.defaults + top-level keys
   std::map<std::string, AgentSettings> agents;  // agents.<id>, already merged over `global`
 

@@ -14,8 +14,9 @@
 namespace sandrun::config {
 namespace {
 
-constexpr unsigned kParseFlags =
-    rapidjson::kParseCommentsFlag | rapidjson::kParseTrailingCommasFlag;
+// Iterative: no recursion on the call stack however deep the text nests.
+constexpr unsigned kParseFlags = rapidjson::kParseIterativeFlag | rapidjson::kParseCommentsFlag |
+                                 rapidjson::kParseTrailingCommasFlag;
 
 bool IsPlainKey(std::string_view key) {
   if (key.empty()) return false;
@@ -86,52 +87,18 @@ size_t SkipJsonTrivia(std::string_view text, size_t pos, bool punctuation) {
   return pos;
 }
 
-size_t FindJsonNestingDeeperThan(std::string_view text, size_t max_depth) {
-  size_t depth = 0;
-  for (size_t i = 0; i < text.size();) {
-    char c = text[i];
-    if (c == '"') {
-      for (++i; i < text.size() && text[i] != '"'; ++i) {
-        if (text[i] == '\\') ++i;
-      }
-      ++i;
-    } else if (c == '/') {
-      size_t after = SkipComment(text, i);
-      i = after == i ? i + 1 : after;
-    } else {
-      if (c == '{' || c == '[') {
-        if (++depth > max_depth) return i;
-      } else if ((c == '}' || c == ']') && depth > 0) {
-        --depth;
-      }
-      ++i;
-    }
-  }
-  return std::string_view::npos;
-}
-
-std::string JsonSourcePosition(std::string_view text, size_t offset,
-                               const std::string& source_name) {
-  size_t line = 1, line_start = 0;
-  for (size_t i = 0; i < offset && i < text.size(); ++i) {
-    if (text[i] == '\n') {
-      ++line;
-      line_start = i + 1;
-    }
-  }
-  return source_name + ":" + std::to_string(line) + ":" + std::to_string(offset - line_start + 1);
-}
-
 namespace {
 
 // The SAX handler: keeps a stack of open containers and, for every value, records where it
-// starts. Handler calls come after a token is consumed, so the start of a value is found by
-// skipping trivia from the end of the previous token.
+// starts. Handler calls for scalars and keys come after the token is consumed (for brackets,
+// just before: the iterative parser takes the bracket after the call), so the start of a value
+// is found by skipping trivia from the end of the previous token.
 class PositionRecorder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, PositionRecorder> {
  public:
   PositionRecorder(std::string_view text, const rapidjson::MemoryStream& stream,
-                   std::unordered_map<std::string, JsonLines::Position>* positions)
-      : text_(text), stream_(stream), positions_(positions) {}
+                   std::unordered_map<std::string, JsonLines::Position>* positions,
+                   size_t max_depth)
+      : text_(text), stream_(stream), positions_(positions), max_depth_(max_depth) {}
 
   bool Null() { return Scalar(); }
   bool Bool(bool) { return Scalar(); }
@@ -157,6 +124,8 @@ class PositionRecorder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, 
     return true;
   }
 
+  // The offset of the bracket that opened a level too deep and stopped the parse, or npos.
+  size_t too_deep_offset() const { return too_deep_offset_; }
   // Set when a duplicate key stopped the parse.
   const std::string& duplicate() const { return duplicate_; }
   size_t duplicate_offset() const { return duplicate_offset_; }
@@ -202,24 +171,30 @@ class PositionRecorder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, 
   }
 
   bool Open(bool is_array) {
+    if (frames_.size() >= max_depth_) {
+      too_deep_offset_ = stream_.Tell();
+      return false;
+    }
     std::string path;
     if (!Record(&path)) return false;
-    last_end_ = stream_.Tell();
+    last_end_ = stream_.Tell() + 1;  // the iterative parser calls before taking the bracket
     frames_.push_back(Frame{std::move(path), is_array, 0, {}, 0});
     return true;
   }
 
   bool Close() {
     frames_.pop_back();
-    last_end_ = stream_.Tell();
+    last_end_ = stream_.Tell() + 1;  // likewise
     return true;
   }
 
   std::string_view text_;
   const rapidjson::MemoryStream& stream_;
   std::unordered_map<std::string, JsonLines::Position>* positions_;
+  size_t max_depth_;
   std::vector<Frame> frames_;
   size_t last_end_ = 0;
+  size_t too_deep_offset_ = std::string_view::npos;
   std::string duplicate_;
   size_t duplicate_offset_ = 0;
   size_t first_offset_ = 0;
@@ -227,7 +202,8 @@ class PositionRecorder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, 
 
 }  // namespace
 
-Result<JsonLines> JsonLines::Build(std::string_view text, const std::string& source_name) {
+Result<JsonLines> JsonLines::Build(std::string_view text, const std::string& source_name,
+                                   size_t max_depth) {
   JsonLines lines;
   lines.source_name_ = source_name;
   lines.line_starts_.push_back(0);
@@ -236,7 +212,7 @@ Result<JsonLines> JsonLines::Build(std::string_view text, const std::string& sou
   }
 
   rapidjson::MemoryStream stream(text.data(), text.size());
-  PositionRecorder recorder(text, stream, &lines.positions_);
+  PositionRecorder recorder(text, stream, &lines.positions_, max_depth);
   rapidjson::Reader reader;
   rapidjson::ParseResult ok = reader.Parse<kParseFlags>(stream, recorder);
   if (!recorder.duplicate().empty()) {
@@ -245,6 +221,13 @@ Result<JsonLines> JsonLines::Build(std::string_view text, const std::string& sou
                  source_name + ":" + std::to_string(line) + ":" + std::to_string(column) +
                      ": duplicate key " + recorder.duplicate() + " (first at line " +
                      std::to_string(lines.LineColumn(recorder.first_offset()).first) + ")");
+  }
+  if (size_t deep = recorder.too_deep_offset(); deep != std::string_view::npos) {
+    auto [line, column] = lines.LineColumn(deep);
+    return Error(ErrorCode::kInvalidArgument, source_name + ":" + std::to_string(line) + ":" +
+                                                  std::to_string(column) +
+                                                  ": objects and arrays nested deeper than " +
+                                                  std::to_string(max_depth) + " levels");
   }
   if (!ok) {
     auto [line, column] = lines.LineColumn(ok.Offset());
@@ -278,16 +261,12 @@ Result<std::optional<JsonFile>> ParseJsonFile(std::string_view text, const std::
   std::string_view body = text;
   if (body.starts_with("\xEF\xBB\xBF")) body.remove_prefix(3);  // a UTF-8 byte order mark
   if (SkipJsonTrivia(body, 0, false) == body.size()) return std::optional<JsonFile>();
-  if (size_t deep = FindJsonNestingDeeperThan(body, max_depth); deep != std::string_view::npos) {
-    return Error(ErrorCode::kInvalidArgument, JsonSourcePosition(body, deep, source_name) +
-                                                  ": objects and arrays nested deeper than " +
-                                                  std::to_string(max_depth) + " levels");
-  }
   JsonParseOptions options;
   options.allow_comments_and_trailing_commas = true;
   options.source_name = source_name;
+  options.max_depth = max_depth;
   SANDRUN_ASSIGN_OR_RETURN(rapidjson::Document doc, ParseJson(body, options));
-  SANDRUN_ASSIGN_OR_RETURN(JsonLines lines, JsonLines::Build(body, source_name));
+  SANDRUN_ASSIGN_OR_RETURN(JsonLines lines, JsonLines::Build(body, source_name, max_depth));
   return std::optional<JsonFile>(JsonFile{std::move(doc), std::move(lines)});
 }
 

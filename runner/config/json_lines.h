@@ -19,6 +19,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "sandbox/base/json.h"
 #include "sandbox/base/result.h"
 
 namespace sandrun::config {
@@ -32,21 +33,14 @@ std::string JoinIndex(const std::string& parent, size_t index);
 // `punctuation`) one of ',', ':', '}', ']': with it, where the next key or value starts.
 size_t SkipJsonTrivia(std::string_view text, size_t pos, bool punctuation = true);
 
-// Offset of the first '{' or '[' that opens a level deeper than `max_depth` (strings and comments
-// skipped), or npos. Run before handing untrusted text to a recursive parser.
-size_t FindJsonNestingDeeperThan(std::string_view text, size_t max_depth);
-
-// "<source>:<line>:<column>" of a byte offset in `text` (the column counts bytes, as ParseJson's
-// errors do).
-std::string JsonSourcePosition(std::string_view text, size_t offset,
-                               const std::string& source_name);
-
 class JsonLines {
  public:
-  // Indexes `text`, parsed with comments and trailing commas allowed. Fails on syntax errors and
-  // on duplicate object keys ("<source>:L:C: duplicate key a.b (first at line N)"): a document
-  // that says two things about one key is ambiguous.
-  static Result<JsonLines> Build(std::string_view text, const std::string& source_name);
+  // Indexes `text`, parsed iteratively with comments and trailing commas allowed. Fails on syntax
+  // errors, on nesting deeper than `max_depth` (as ParseJson does) and on duplicate object keys
+  // ("<source>:L:C: duplicate key a.b (first at line N)"): a document that says two things about
+  // one key is ambiguous.
+  static Result<JsonLines> Build(std::string_view text, const std::string& source_name,
+                                 size_t max_depth = kMaxJsonDepth);
 
   // "<source>:<line>:<column>" of the value at `path` (or of its key when `at_key` and the value
   // is an object member); "<source>" alone for a path that is not in the document.
@@ -82,6 +76,6 @@ struct JsonFile {
   JsonLines lines;
 };
 Result<std::optional<JsonFile>> ParseJsonFile(std::string_view text, const std::string& source_name,
-                                              size_t max_depth = 64);
+                                              size_t max_depth = kMaxJsonDepth);
 
 }  // namespace sandrun::config

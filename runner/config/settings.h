@@ -118,6 +118,15 @@ struct ToolPolicy {  // tools.allow / tools.deny
   std::vector<std::string> deny;
 };
 
+// `sandrun serve` (server.*; the top level only): what one client may hold of the server.
+struct ServerSettings {
+  int64_t max_connections = 256;                    // maxConnections: more are refused at once
+  int64_t header_timeout_ms = 10000;                // headerTimeoutMs: for a request's headers
+  int64_t idle_timeout_ms = 60000;                  // idleTimeoutMs: keep-alive, body, each write
+  int64_t max_body_bytes = int64_t{8} << 20;        // maxBodyBytes: larger bodies get 413
+  int64_t max_buffered_bytes = int64_t{256} << 20;  // maxBufferedBytes: bodies in flight, in all
+};
+
 // Everything that applies to one agent: the global settings with agents.<id> merged over them.
 struct AgentSettings {
   ExecSettings exec;

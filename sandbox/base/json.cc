@@ -1,24 +1,88 @@
 #include "sandbox/base/json.h"
 
 #include <rapidjson/error/en.h>
+#include <rapidjson/memorystream.h>
+#include <rapidjson/reader.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
 namespace sandrun {
 
+namespace {
+
+// Forwards SAX events to the document being built and stops the parse at the first object or
+// array that opens a level deeper than `max_depth`.
+class DepthLimitedHandler {
+ public:
+  DepthLimitedHandler(rapidjson::Document& doc, size_t max_depth)
+      : doc_(doc), max_depth_(max_depth) {}
+
+  bool Null() { return doc_.Null(); }
+  bool Bool(bool b) { return doc_.Bool(b); }
+  bool Int(int i) { return doc_.Int(i); }
+  bool Uint(unsigned u) { return doc_.Uint(u); }
+  bool Int64(int64_t i) { return doc_.Int64(i); }
+  bool Uint64(uint64_t u) { return doc_.Uint64(u); }
+  bool Double(double d) { return doc_.Double(d); }
+  bool RawNumber(const char* s, rapidjson::SizeType n, bool copy) {
+    return doc_.RawNumber(s, n, copy);
+  }
+  bool String(const char* s, rapidjson::SizeType n, bool copy) { return doc_.String(s, n, copy); }
+  bool Key(const char* s, rapidjson::SizeType n, bool copy) { return doc_.Key(s, n, copy); }
+  bool StartObject() { return Open() && doc_.StartObject(); }
+  bool StartArray() { return Open() && doc_.StartArray(); }
+  bool EndObject(rapidjson::SizeType members) {
+    --depth_;
+    return doc_.EndObject(members);
+  }
+  bool EndArray(rapidjson::SizeType elements) {
+    --depth_;
+    return doc_.EndArray(elements);
+  }
+
+  bool too_deep() const { return too_deep_; }
+
+ private:
+  bool Open() {
+    if (++depth_ <= max_depth_) return true;
+    too_deep_ = true;
+    return false;
+  }
+
+  rapidjson::Document& doc_;
+  size_t max_depth_;
+  size_t depth_ = 0;
+  bool too_deep_ = false;
+};
+
+constexpr unsigned kStrictFlags = rapidjson::kParseIterativeFlag;
+constexpr unsigned kRelaxedFlags = rapidjson::kParseIterativeFlag | rapidjson::kParseCommentsFlag |
+                                   rapidjson::kParseTrailingCommasFlag;
+
+}  // namespace
+
 Result<rapidjson::Document> ParseJson(std::string_view text, const JsonParseOptions& options) {
   rapidjson::Document doc;
+  rapidjson::ParseResult result;
+  bool too_deep = false;
   // Without kParseStopWhenDoneFlag RapidJSON rejects anything after the root value.
-  if (options.allow_comments_and_trailing_commas) {
-    doc.Parse<rapidjson::kParseCommentsFlag | rapidjson::kParseTrailingCommasFlag>(text.data(),
-                                                                                   text.size());
-  } else {
-    doc.Parse(text.data(), text.size());
-  }
-  if (!doc.HasParseError()) return doc;
+  auto generate = [&](rapidjson::Document& target) {
+    DepthLimitedHandler handler(target, options.max_depth);
+    rapidjson::MemoryStream stream(text.data(), text.size());
+    rapidjson::Reader reader;
+    result = options.allow_comments_and_trailing_commas
+                 ? reader.Parse<kRelaxedFlags>(stream, handler)
+                 : reader.Parse<kStrictFlags>(stream, handler);
+    too_deep = handler.too_deep();
+    return !result.IsError();
+  };
+  doc.Populate(generate);
+  if (!result.IsError()) return doc;
 
+  // A refused bracket is reported where it stands: the parser stops before taking it.
+  size_t offset = result.Offset();
   size_t line = 1, column = 1;
-  for (size_t i = 0; i < doc.GetErrorOffset() && i < text.size(); ++i) {
+  for (size_t i = 0; i < offset && i < text.size(); ++i) {
     if (text[i] == '\n') {
       ++line;
       column = 1;
@@ -27,9 +91,11 @@ Result<rapidjson::Document> ParseJson(std::string_view text, const JsonParseOpti
     }
   }
   std::string where = options.source_name.empty() ? "JSON" : options.source_name;
-  return Error(ErrorCode::kInvalidArgument, where + ":" + std::to_string(line) + ":" +
-                                                std::to_string(column) + ": " +
-                                                rapidjson::GetParseError_En(doc.GetParseError()));
+  std::string reason = too_deep ? "objects and arrays nested deeper than " +
+                                      std::to_string(options.max_depth) + " levels"
+                                : rapidjson::GetParseError_En(result.Code());
+  return Error(ErrorCode::kInvalidArgument,
+               where + ":" + std::to_string(line) + ":" + std::to_string(column) + ": " + reason);
 }
 
 std::string ToJson(const rapidjson::Value& value) {

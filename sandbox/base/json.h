@@ -20,12 +20,22 @@
 
 namespace sandrun {
 
+// How deep objects and arrays may nest in any JSON sandrun reads: tool calls, server bodies,
+// config and approvals files, session files, profiles and Docker Engine replies all stay far
+// below it.
+inline constexpr size_t kMaxJsonDepth = 64;
+
 struct JsonParseOptions {
   bool allow_comments_and_trailing_commas = false;  // config files allow both
   std::string source_name;                          // named in errors, e.g. a file path
+  size_t max_depth = kMaxJsonDepth;                 // deeper nesting is an error
 };
 
-// Parses `text`; errors say "<source>:<line>:<column>: <reason>".
+// Parses `text`; errors say "<source>:<line>:<column>: <reason>". Parsing is iterative (no
+// recursion on the call stack, whatever the input) and stops at the first object or array that
+// opens a level deeper than `options.max_depth` ("<source>:L:C: objects and arrays nested deeper
+// than 64 levels", L:C naming that bracket), so the document handed back is at most that deep and
+// recursive consumers (ToJson, CopyFrom, ...) are safe on it.
 Result<rapidjson::Document> ParseJson(std::string_view text, const JsonParseOptions& options = {});
 
 // Compact serialisation.

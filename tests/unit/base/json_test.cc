@@ -57,5 +57,44 @@ TEST(JsonTest, KeepsEmbeddedNulBytesInStrings) {
   EXPECT_EQ(JsonString(*doc, "s"), std::string("a\0b", 3));
 }
 
+// 200,000 nested arrays (400 KB) crashed the recursive parser with a stack overflow.
+TEST(JsonTest, DeepNestingIsRefusedWithItsPositionNotCrashed) {
+  const std::string deep = std::string(200000, '[') + std::string(200000, ']');
+  auto doc = ParseJson(deep);
+  ASSERT_FALSE(doc);
+  EXPECT_EQ(doc.error().message, "JSON:1:65: objects and arrays nested deeper than 64 levels");
+
+  JsonParseOptions relaxed;
+  relaxed.allow_comments_and_trailing_commas = true;
+  relaxed.source_name = "f.json";
+  std::string objects = "{\n";
+  for (int i = 0; i < 100000; ++i) objects += "\"a\": {";
+  auto deep_objects = ParseJson(objects, relaxed);
+  ASSERT_FALSE(deep_objects);
+  EXPECT_EQ(deep_objects.error().message.rfind("f.json:2:", 0), 0u) << deep_objects.error().message;
+  EXPECT_NE(deep_objects.error().message.find("nested deeper than 64 levels"), std::string::npos);
+}
+
+TEST(JsonTest, NestingUpToTheLimitParsesAndSerialises) {
+  const std::string at_limit = std::string(kMaxJsonDepth, '[') + std::string(kMaxJsonDepth, ']');
+  auto doc = ParseJson(at_limit);
+  ASSERT_TRUE(doc) << doc.error().ToString();
+  EXPECT_EQ(ToJson(*doc), at_limit);
+  EXPECT_FALSE(ParseJson("[" + at_limit + "]"));
+
+  JsonParseOptions shallow;
+  shallow.max_depth = 2;
+  EXPECT_FALSE(ParseJson(R"({"a":[1,{}]})", shallow));
+  EXPECT_TRUE(ParseJson(R"({"a":[1,2]})", shallow));
+  // Brackets inside strings are not nesting.
+  EXPECT_TRUE(ParseJson("[\"" + std::string(1000, '[') + "\"]", shallow));
+}
+
+TEST(JsonTest, DeepButUnterminatedInputIsASyntaxOrDepthErrorNeverACrash) {
+  EXPECT_FALSE(ParseJson(std::string(1u << 20, '[')));
+  EXPECT_FALSE(ParseJson(std::string(1u << 20, '{')));
+  EXPECT_FALSE(ParseJson(std::string(1u << 20, ']')));
+}
+
 }  // namespace
 }  // namespace sandrun

@@ -1,0 +1,141 @@
+// The words after "--" of `sandrun exec` and `sandrun policy check`, through the binary: never
+// reparsed (CLI11 read "[a,b]" as a list and ran `echo X` for "[echo,X]"); one word is the shell
+// text byte for byte, several are each quoted for sh and run as that argv. Gateway runs
+// (sandbox.mode off): no Docker needed.
+#include <gtest/gtest.h>
+
+#include "tests/e2e/sandrun_home.h"
+
+namespace sandrun::testing {
+namespace {
+
+class CliWords : public SandrunHome {
+ protected:
+  void SetUp() override {
+    SandrunHome::SetUp();
+    Config(R"({"sandbox": {"mode": "off"}})");
+  }
+
+  ProcessResult ExecWords(const std::vector<std::string>& words) {
+    std::vector<std::string> args = {"exec", "--"};
+    args.insert(args.end(), words.begin(), words.end());
+    return Sandrun(args);
+  }
+
+  // The argv the analyser saw for `policy check -- words...` (its first segment).
+  std::vector<std::string> CheckedArgv(const std::vector<std::string>& words) {
+    std::vector<std::string> args = {"policy", "check", "--"};
+    args.insert(args.end(), words.begin(), words.end());
+    auto r = Sandrun(args);
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    auto doc = Parsed(r.out);
+    const auto* analysis = JsonMember(doc, "analysis");
+    const auto* segments = analysis ? JsonMember(*analysis, "segments") : nullptr;
+    if (segments == nullptr || !segments->IsArray() || segments->Empty()) {
+      ADD_FAILURE() << "no segments: " << r.out;
+      return {};
+    }
+    return JsonStringArray((*segments)[0], "argv");
+  }
+};
+
+// Old code: "[echo,X]" became the two words echo X and printed "X".
+TEST_F(CliWords, OneBracketedWordIsShellTextNotAList) {
+  auto r = ExecWords({"[echo,X]"});
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.exit_code, 127) << r.err;  // sh: [echo,X]: not found
+}
+
+// Old code: "[ -d / ]" ran `-d /` (exit 127).
+TEST_F(CliWords, TestBracketsStayACommand) {
+  EXPECT_EQ(ExecWords({"[ -d / ]"}).exit_code, 0);
+  EXPECT_EQ(ExecWords({"[ -d /no/such/dir ]"}).exit_code, 1);
+}
+
+TEST_F(CliWords, OneWordIsTheShellTextByteForByte) {
+  auto r = ExecWords({"x=\"a  b\"; echo \"$x\" $((1+2)) 'q\\' | tr -d \\\\n; echo"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "a  b 3 q\\\n");
+}
+
+// Old code: the words were joined with bare spaces, so this was `printf %s| a  b it's`: a pipe
+// and an unterminated quote.
+TEST_F(CliWords, SeveralWordsRunAsThatArgv) {
+  auto r = ExecWords({"printf", "%s|", "a  b", "it's"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "a  b|it's|");
+}
+
+TEST_F(CliWords, SeveralWordsKeepQuotesDollarsBackslashesNewlinesAndEmptyStrings) {
+  auto r = ExecWords({"printf", "<%s>", "[a,b]", "$HOME", "$(id)", "`id`",  "a\\b",
+                      "x\ny",   "",     "'",     "\"",    "*",     "~",     "A=1",
+                      "if",     "%1",   "a;b",   "a|b",   "#c",    "{x,y}", "!"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "<[a,b]><$HOME><$(id)><`id`><a\\b><x\ny><><'><\"><*><~><A=1><if><%1><a;b><a|b><#c>"
+            "<{x,y}><!>");
+}
+
+TEST_F(CliWords, OnlyEmptyWordsStillRunAsArguments) {
+  auto r = ExecWords({"printf", "%s|", "", ""});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "||");
+}
+
+// The first word is the program, whatever it looks like: a reserved word or an assignment is a
+// command name, not shell syntax.
+TEST_F(CliWords, TheFirstWordIsAProgramName) {
+  EXPECT_EQ(ExecWords({"if", "true"}).exit_code, 127);
+  EXPECT_EQ(ExecWords({"A=1", "true"}).exit_code, 127);
+}
+
+TEST_F(CliWords, ACommandNotAfterDoubleDashIsRefused) {
+  auto before = Sandrun({"exec", "echo", "hi"});
+  EXPECT_EQ(before.exit_code, 2);
+  EXPECT_NE(before.err.find("give the command after --"), std::string::npos) << before.err;
+  EXPECT_EQ(before.out, "");
+  auto both = Sandrun({"exec", "echo", "--", "hi"});
+  EXPECT_EQ(both.exit_code, 2) << both.out;
+  auto none = Sandrun({"exec"});
+  EXPECT_EQ(none.exit_code, 2);
+  auto blank = ExecWords({""});
+  EXPECT_EQ(blank.exit_code, 2);
+  EXPECT_NE(blank.err.find("Provide a command"), std::string::npos) << blank.err;
+  auto check = Sandrun({"policy", "check", "ls"});
+  EXPECT_EQ(check.exit_code, 2);
+  EXPECT_NE(check.err.find("give the command after --"), std::string::npos) << check.err;
+}
+
+// A second "--" and words looking like options are part of the command.
+TEST_F(CliWords, WordsAfterDoubleDashAreNeverOptions) {
+  auto r = ExecWords({"printf", "%s|", "--", "--json", "-d", "--host"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "--|--json|-d|--host|");
+}
+
+// Old code: "[A=1,B=2]" became two --env values.
+TEST_F(CliWords, AnEnvValueIsNotAList) {
+  auto r = Sandrun({"exec", "--env", "[A=1,B=2]", "--", "echo \"${A-unset}\""});
+  EXPECT_NE(r.out, "1\n");
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;  // "[A" is not a variable name
+  auto two = Sandrun({"exec", "--env", "A=1", "--env", "B=2", "--", "echo \"$A$B\""});
+  EXPECT_EQ(two.out, "12\n") << two.err;
+}
+
+// policy check takes its words by the same rule (old code: ["-d","/"] and ["ls","a","b"]).
+TEST_F(CliWords, PolicyCheckSeesTheSameCommand) {
+  EXPECT_EQ(CheckedArgv({"[ -d / ]"}), (std::vector<std::string>{"[", "-d", "/", "]"}));
+  EXPECT_EQ(CheckedArgv({"ls", "[a,b]"}), (std::vector<std::string>{"ls", "[a,b]"}));
+  EXPECT_EQ(CheckedArgv({"printf", "%s|", "a  b", "it's", ""}),
+            (std::vector<std::string>{"printf", "%s|", "a  b", "it's", ""}));
+}
+
+// Other subcommands still read "--" as CLI11 does.
+TEST_F(CliWords, OtherSubcommandsKeepTheirDoubleDash) {
+  auto r = Sandrun({"call", "--", R"({"tool":"exec","command":"echo via-call"})"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("via-call"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace sandrun::testing
