@@ -162,6 +162,24 @@ constexpr std::string_view kBlockedOverrideOnlyKeys[] = {
     "PERLLIB",
     "PYTHONUSERBASE",
     "NODE_REPL_EXTERNAL_MODULE",
+    // Options that make an allowlisted program run a command, carried by the environment
+    // instead of argv (the exec-options table sees only argv): tar's TAR_OPTIONS
+    // (--to-command, --use-compress-program), zip's ZIPOPT (-TT), rsync's remote shell, wget's
+    // and curl's rc files, pagers' configs.
+    "TAR_OPTIONS",
+    "ZIPOPT",
+    "UNZIP",
+    "RSYNC_RSH",
+    "RSYNC_CONNECT_PROG",
+    "WGETRC",
+    "CURL_HOME",
+    "LESS",
+    "LESSKEY",
+    "LESSKEYIN",
+    "SYSTEMD_PAGER",
+    "SYSTEMD_LESS",
+    "PSQL_PAGER",
+    "MANOPT",
 };
 
 // The reference's `PIP_*`, `UV_*`, `GEM_*`, `XDG_CONFIG_*`, `AWS_*`, `ANSIBLE_*`, `TF_*`,

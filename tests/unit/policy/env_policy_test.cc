@@ -121,6 +121,8 @@ INSTANTIATE_TEST_SUITE_P(
                       KeyRow{"AWS_SECRET_ACCESS_KEY", true}, KeyRow{"PIP_INDEX_URL", true},
                       KeyRow{"SSL_CERT_FILE", true}, KeyRow{"DOCKER_HOST", true},
                       KeyRow{"KUBECONFIG", true}, KeyRow{"SSH_AUTH_SOCK", true},
+                      KeyRow{"TAR_OPTIONS", true}, KeyRow{"ZIPOPT", true},
+                      KeyRow{"RSYNC_RSH", true}, KeyRow{"WGETRC", true}, KeyRow{"LESS", true},
                       KeyRow{"TERM", false}, KeyRow{"LANG", false}, KeyRow{"LC_ALL", false},
                       KeyRow{"FOO", false}, KeyRow{"CI", false}, KeyRow{"NODE_ENV", false},
                       KeyRow{"DEBUG", false}, KeyRow{"LDX", false}, KeyRow{"PATHX", false}),
