@@ -18,6 +18,7 @@
 #include "runner/patch/patch.h"
 #include "runner/policy/tool_policy.h"
 #include "sandbox/base/json.h"
+#include "sandbox/executors/host_mounts.h"
 #include "sandbox/os/file.h"
 
 namespace sandrun::api {
@@ -117,9 +118,17 @@ ApplyPatchToolResult RunApplyPatchTool(const GlobalOptions& global, const policy
   auto parsed = patch::ParsePatch(request.input);
   if (!parsed) return Refused("invalid-patch", parsed.error().message);
   if (target->scratch) {
-    // The per-scope scratch dir exists once a container used it; a patch may come first.
-    if (auto made = EnsureDirectory(target->root, 0700); !made) {
-      return Internal("internal", "cannot create the sandbox workspace " + target->root + ": " +
+    // The per-scope scratch dir exists once a container used it; a patch may come first. It is
+    // made as the sandbox makes it (never through a link, mounted from its image when bounded).
+    exec::SandboxSpec scratch;
+    scratch.state_dir = *state_dir;
+    scratch.scope_key = target->scope_key;
+    scratch.workspace_host_dir = target->root;
+    scratch.scratch = true;
+    scratch.user = target->sandbox_user;
+    scratch.scratch_limit_bytes = target->scratch_limit_bytes;
+    if (auto made = exec::EnsureScratch(scratch, exec::DetectMountSupport(true)); !made) {
+      return Internal("internal", "cannot prepare the sandbox workspace " + target->root + ": " +
                                       made.error().ToString());
     }
   }
