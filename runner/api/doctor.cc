@@ -1,9 +1,8 @@
 #include "runner/api/doctor.h"
 
+#include <fcntl.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
-
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -293,8 +292,7 @@ void MountChecks(std::vector<DoctorCheck>& checks) {
                    "host-backed mounts (workspace, scratch, binds) are bound nosuid,nodev "
                    "(read-only where asked) through " +
                        *state_dir + "/sandbox/mnt while a container starts")
-           : Check("mounts", Level::kFail,
-                   "a nosuid,nodev bind failed: " + ok.error().ToString(),
+           : Check("mounts", Level::kFail, "a nosuid,nodev bind failed: " + ok.error().ToString(),
                    "use a kernel with the mount API (Linux 5.12+) or bind remounts"));
   }
   if (!support.bounded) {
@@ -312,7 +310,8 @@ void MountChecks(std::vector<DoctorCheck>& checks) {
                  "scratch workspaces are sparse ext4 images bounded by sandbox.scratchLimit "
                  "(default 2g), mounted nosuid,nodev from loop devices (" +
                      FindMkfsExt4() + ")")
-         : Check("scratch", Level::kFail, "a bounded scratch image failed: " + ok.error().ToString(),
+         : Check("scratch", Level::kFail,
+                 "a bounded scratch image failed: " + ok.error().ToString(),
                  "check /dev/loop-control and e2fsprogs, or set sandbox.scratchLimit to 0"));
 }
 

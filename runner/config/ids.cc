@@ -45,8 +45,7 @@ std::optional<std::string> AgentIdError(std::string_view id) {
 }
 
 std::optional<std::string> SessionKeyError(std::string_view key) {
-  return Check(key, "session key", "[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}", 128, IsAlnum,
-               SessionRest);
+  return Check(key, "session key", "[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}", 128, IsAlnum, SessionRest);
 }
 
 std::optional<std::string> TenantIdError(std::string_view id) {

@@ -141,10 +141,10 @@ GateResult<GatedPlan> BuildSandboxPlan(GatedPlan out, const ExecRequest& request
   p.env = std::move(env);
 
   // Probed below the mount's host dir, never through a link the container may have planted.
-  DirBeneathFn beneath = ctx.host_probe.dir_beneath ? ctx.host_probe.dir_beneath
-                                                    : DefaultHostProbe().dir_beneath;
-  SandboxWorkdir wd = MapSandboxWorkdir(request.workdir, p.sandbox.workdir,
-                                        p.sandbox.workspace_host_dir, beneath);
+  DirBeneathFn beneath =
+      ctx.host_probe.dir_beneath ? ctx.host_probe.dir_beneath : DefaultHostProbe().dir_beneath;
+  SandboxWorkdir wd =
+      MapSandboxWorkdir(request.workdir, p.sandbox.workdir, p.sandbox.workspace_host_dir, beneath);
   p.cwd = wd.container_dir;
   if (wd.warning.has_value()) p.warnings.push_back(*wd.warning);
   return out;
@@ -255,9 +255,8 @@ Decision Decide(const config::AgentSettings& settings, const ExecRequest& reques
       d.approvals_apply && d.effective.security != config::Security::kDeny &&
       (d.effective.security != config::Security::kFull || d.effective.ask != config::Ask::kOff);
 
-  d.refusal =
-      FirstRefusal(settings, request, d, configured.has_value(), host_error, elevated.refusal,
-                   caller);
+  d.refusal = FirstRefusal(settings, request, d, configured.has_value(), host_error,
+                           elevated.refusal, caller);
   return d;
 }
 

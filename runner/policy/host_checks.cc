@@ -53,8 +53,8 @@ constexpr std::string_view kBindModeOptions[] = {
     "ro", "rw", "private", "rprivate", "nocopy", "consistent", "cached", "delegated",
 };
 // Known options that would undo the hardening or need HostConfig.Binds.
-constexpr std::string_view kRefusedBindOptions[] = {"shared", "slave", "rshared", "rslave",
-                                                    "z",      "Z"};
+constexpr std::string_view kRefusedBindOptions[] = {"shared", "slave", "rshared",
+                                                    "rslave", "z",     "Z"};
 
 // Checks a source against one blocked path; returns the refusal text or "".
 std::string BlockedSourceReason(const std::string& src, const std::string& blocked) {
@@ -132,7 +132,8 @@ std::optional<std::string> StateDirIdentityReason(const HostPathInfo& info,
   if (real->id == info.id || Contains(info.ancestors, real->id)) {
     // The resolved path has no link in it: when it is textually below the state dir as it
     // really is, the workspace areas can be told apart; another name for it (a bind) cannot.
-    if (workspace && PathIsWithin(info.path, real->path) && IsWorkspaceArea(info.path, real->path)) {
+    if (workspace && PathIsWithin(info.path, real->path) &&
+        IsWorkspaceArea(info.path, real->path)) {
       return std::nullopt;
     }
     return "is the runner's state dir or inside it (\"" + real->path + "\")";

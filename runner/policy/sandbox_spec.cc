@@ -42,7 +42,6 @@ HostProbe Completed(const HostProbe& given) {
   return real;
 }
 
-
 // The scratch root: sandbox.workspaceRoot (checked like a workspace by its text) or
 // <state>/sandboxes.
 GateResult<std::string> ScratchRoot(const GateContext& ctx, const std::string& home) {
@@ -101,8 +100,8 @@ GateResult<exec::HostMountSpec> CheckedBind(const std::string& bind, const GateC
   GateResult<std::string> text = ValidateBind(bind, home, workdir);
   if (!text) return text.error();
   exec::HostMountSpec m = ParseValidatedBind(*text);
-  const std::string refused = "sandbox.docker.binds entry \"" + bind + "\": the source \"" +
-                              m.source + "\" ";
+  const std::string refused =
+      "sandbox.docker.binds entry \"" + bind + "\": the source \"" + m.source + "\" ";
   if (auto why = StateDirReason(m.source, ctx.state_dir, /*workspace=*/false)) {
     return ConfigError(refused + *why + ".");
   }
@@ -390,8 +389,8 @@ SandboxWorkdir MapSandboxWorkdir(const std::optional<std::string>& requested,
   if (rel.has_value()) {
     if (rel->empty()) return root;
     if (dir_beneath && dir_beneath(hd, *rel)) {
-      return SandboxWorkdir{(cw == "/" ? "" : cw) + "/" + *rel,
-                            (hd == "/" ? "" : hd) + "/" + *rel, std::nullopt};
+      return SandboxWorkdir{(cw == "/" ? "" : cw) + "/" + *rel, (hd == "/" ? "" : hd) + "/" + *rel,
+                            std::nullopt};
     }
   }
   // Container paths only: the host side of the mount is none of the sandbox's business.

@@ -58,8 +58,7 @@ const std::map<std::string, std::string>& DefaultTmpfsOptions();
 
 // Whom the sandbox runs as: sandbox.docker.user if set, else owner_uid:owner_gid unless that is
 // root (or unknown), else 65534:65534.
-std::string SandboxUser(const config::DockerSettings& docker, int64_t owner_uid,
-                        int64_t owner_gid);
+std::string SandboxUser(const config::DockerSettings& docker, int64_t owner_uid, int64_t owner_gid);
 
 // The real probes: InspectHostPath, realpath + InspectHostPath, OpenBeneath, geteuid/getegid.
 HostProbe DefaultHostProbe();

@@ -42,7 +42,8 @@ std::string SlugBase(std::string_view key) {
 
 std::string SlugifyScopeKey(std::string_view key) {
   key = TrimSpace(key);
-  return SlugBase(key) + "-" + Sha256Hex(key.empty() ? std::string_view("session") : key).substr(0, 8);
+  return SlugBase(key) + "-" +
+         Sha256Hex(key.empty() ? std::string_view("session") : key).substr(0, 8);
 }
 
 std::string ScopeKeyHash(std::string_view key) { return Sha256Hex(key); }

@@ -46,8 +46,8 @@ std::string ContainerName(const SandboxSpec& spec) {
 }
 
 std::string CollisionFreeContainerName(const SandboxSpec& spec) {
-  std::string name = spec.container_prefix + spec.instance_id.substr(0, 8) + "-" +
-                     ScopeKeyHash(spec.scope_key);
+  std::string name =
+      spec.container_prefix + spec.instance_id.substr(0, 8) + "-" + ScopeKeyHash(spec.scope_key);
   if (name.size() > kMaxNameLength) name.resize(kMaxNameLength);
   return name;
 }
@@ -58,8 +58,8 @@ namespace {
 std::vector<docker::BindMount> CanonicalMounts(const SandboxSpec& spec) {
   std::vector<docker::BindMount> out;
   if (!spec.workspace_host_dir.empty()) {
-    out.push_back(docker::BindMount{spec.workspace_host_dir, spec.workdir,
-                                    spec.workspace_read_only, "rprivate", true});
+    out.push_back(docker::BindMount{spec.workspace_host_dir, spec.workdir, spec.workspace_read_only,
+                                    "rprivate", true});
   }
   for (const HostMountSpec& b : spec.binds) {
     out.push_back(docker::BindMount{b.source, b.target, b.read_only,
@@ -110,15 +110,15 @@ docker::ContainerSpec BuildContainerSpec(const SandboxSpec& spec, int64_t create
 
 std::string ReachHash(const SandboxSpec& spec) {
   std::string text = "sandrun-reach-v1\nimage=" + spec.image + "\nnetwork=" + spec.network +
-                     "\nuser=" + spec.user +
-                     "\nreadonlyRoot=" + (spec.read_only_root ? "1" : "0") +
+                     "\nuser=" + spec.user + "\nreadonlyRoot=" + (spec.read_only_root ? "1" : "0") +
                      "\nworkdir=" + spec.workdir + "\nworkspace=" + spec.workspace_host_dir +
                      "\nworkspaceId=" + Identity(spec.workspace_id) +
                      "\nworkspaceReadOnly=" + (spec.workspace_read_only ? "1" : "0") +
                      "\nscratch=" + (spec.scratch ? "1" : "0");
   for (const std::string& cap : spec.cap_drop) text += "\ncapDrop=" + cap;
   for (const std::string& opt : spec.security_opt) text += "\nsecurityOpt=" + opt;
-  for (const auto& [mount, options] : spec.tmpfs_options) text += "\ntmpfs=" + mount + ":" + options;
+  for (const auto& [mount, options] : spec.tmpfs_options)
+    text += "\ntmpfs=" + mount + ":" + options;
   for (const HostMountSpec& b : spec.binds) {
     text += "\nbind=" + b.source + "|" + Identity(b.id) + "|" + b.target + "|" +
             (b.read_only ? "ro" : "rw") + "|" + b.propagation;
@@ -134,7 +134,8 @@ std::string ConfigHash(const SandboxSpec& spec) {
 
 DockerExecutor::DockerExecutor(std::shared_ptr<docker::Client> client)
     : client_(std::move(client)),
-      mount_support_(DetectMountSupport(client_->endpoint().kind == docker::Endpoint::Kind::kUnix)) {}
+      mount_support_(
+          DetectMountSupport(client_->endpoint().kind == docker::Endpoint::Kind::kUnix)) {}
 
 Result<EnsuredContainer> DockerExecutor::CreateAndStart(const SandboxSpec& spec,
                                                         const std::string& name) {
@@ -214,9 +215,9 @@ Result<EnsuredContainer> DockerExecutor::EnsureContainer(const SandboxSpec& spec
     auto ensured = EnsureNamed(spec, name, warnings, &taken);
     if (!taken) return ensured;
   }
-  return Error(ErrorCode::kConflict,
-               "sandbox unavailable: the container names of scope " + spec.scope_key +
-                   " belong to other scopes, nothing was run");
+  return Error(ErrorCode::kConflict, "sandbox unavailable: the container names of scope " +
+                                         spec.scope_key +
+                                         " belong to other scopes, nothing was run");
 }
 
 Result<EnsuredContainer> DockerExecutor::EnsureNamed(const SandboxSpec& spec,
@@ -264,11 +265,11 @@ Result<EnsuredContainer> DockerExecutor::EnsureNamed(const SandboxSpec& spec,
     if (auto removed = client_->RemoveContainer(info->id, true); !removed) {
       return SandboxUnavailable(std::move(removed).error(), "removing stopped container " + name);
     }
-    warnings->push_back("Sandbox container " + name + " had stopped (" +
-                        (info->state.status.empty() ? std::string("not running")
-                                                    : info->state.status) +
-                        ", exit code " + std::to_string(info->state.exit_code) +
-                        "); created it again after checking its mounts again.");
+    warnings->push_back(
+        "Sandbox container " + name + " had stopped (" +
+        (info->state.status.empty() ? std::string("not running") : info->state.status) +
+        ", exit code " + std::to_string(info->state.exit_code) +
+        "); created it again after checking its mounts again.");
     return CreateAndStart(spec, name);
   }
   std::string hash = ConfigHash(spec);

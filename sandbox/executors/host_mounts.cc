@@ -76,14 +76,14 @@ Result<UniqueFd> MountScratchImage(const SandboxSpec& spec, int root_fd, const s
   // One process at a time sets up a scope's image (a server and CLI calls may race).
   SANDRUN_ASSIGN_OR_RETURN(FileLock lock, FileLock::Acquire(images + "/" + hash + ".lock"));
   const std::string image = images + "/" + hash + ".img";
-  UniqueFd image_fd(::openat(images_fd.get(), (hash + ".img").c_str(),
-                             O_RDWR | O_NOFOLLOW | O_CLOEXEC));
+  UniqueFd image_fd(
+      ::openat(images_fd.get(), (hash + ".img").c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC));
   if (!image_fd.valid()) {
     if (errno != ENOENT) return Error::FromErrno(errno, "cannot open " + image);
     SANDRUN_RETURN_IF_ERROR(CreateExt4Image(image, spec.scratch_limit_bytes, ids.uid.value_or(0),
                                             ids.gid.value_or(ids.uid.value_or(0))));
-    image_fd.reset(::openat(images_fd.get(), (hash + ".img").c_str(),
-                            O_RDWR | O_NOFOLLOW | O_CLOEXEC));
+    image_fd.reset(
+        ::openat(images_fd.get(), (hash + ".img").c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC));
     if (!image_fd.valid()) return Error::FromErrno(errno, "cannot open " + image);
   }
   SANDRUN_ASSIGN_OR_RETURN(bool mounted, IsMountRoot(dir_fd.get()));
@@ -113,8 +113,9 @@ Result<UniqueFd> MountScratchImage(const SandboxSpec& spec, int root_fd, const s
 MountSupport DetectMountSupport(bool engine_is_local) {
   MountSupport s;
   if (!engine_is_local) {
-    s.reason = "the engine is not local (DOCKER_HOST is not a unix socket): host paths are on its "
-               "machine, where sandrun cannot make them nosuid,nodev";
+    s.reason =
+        "the engine is not local (DOCKER_HOST is not a unix socket): host paths are on its "
+        "machine, where sandrun cannot make them nosuid,nodev";
   } else if (::geteuid() != 0) {
     s.reason = "the runner is not root (uid " + std::to_string(::geteuid()) +
                "): host-backed mounts cannot be bound nosuid,nodev";
@@ -225,8 +226,8 @@ Result<StagedMounts> StagedMounts::Prepare(const SandboxSpec& spec, const MountS
   } else if (!spec.workspace_host_dir.empty()) {
     SANDRUN_ASSIGN_OR_RETURN(UniqueFd fd,
                              Pinned(spec.workspace_host_dir, spec.workspace_id, "the workspace"));
-    sources.push_back(Source{std::move(fd), spec.workspace_host_dir, spec.workdir,
-                             spec.workspace_read_only, ""});
+    sources.push_back(
+        Source{std::move(fd), spec.workspace_host_dir, spec.workdir, spec.workspace_read_only, ""});
   }
   for (const HostMountSpec& bind : spec.binds) {
     SANDRUN_ASSIGN_OR_RETURN(UniqueFd fd, Pinned(bind.source, bind.id, "the bind source"));

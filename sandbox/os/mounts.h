@@ -36,8 +36,9 @@ Result<MountFlags> FdMountFlags(int fd);
 Result<bool> IsMountRoot(int fd);
 
 // Bind-mounts the object `source_fd` (O_PATH) onto `name` in the directory `parent_fd` (an empty
-// directory, or a file for a file source; never followed if it is a link): not recursive (mounts below the source are not carried along),
-// nosuid, nodev, read-only when `read_only`, private propagation. Uses open_tree + mount_setattr
+// directory, or a file for a file source; never followed if it is a link): not recursive (mounts
+// below the source are not carried along), nosuid, nodev, read-only when `read_only`, private
+// propagation. Uses open_tree + mount_setattr
 // + move_mount (the tree gets its flags before it is attached anywhere), or bind + remount
 // through /proc/self/fd where the new mount API is missing. The flags are verified afterwards;
 // a mount that did not get them is detached again and the call fails.
