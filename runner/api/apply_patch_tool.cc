@@ -117,10 +117,10 @@ ApplyPatchToolResult RunApplyPatchTool(const GlobalOptions& global, const policy
 
   auto parsed = patch::ParsePatch(request.input);
   if (!parsed) return Refused("invalid-patch", parsed.error().message);
+  exec::SandboxSpec scratch;
   if (target->scratch) {
     // The per-scope scratch dir exists once a container used it; a patch may come first. It is
     // made as the sandbox makes it (never through a link, mounted from its image when bounded).
-    exec::SandboxSpec scratch;
     scratch.state_dir = *state_dir;
     scratch.scope_key = target->scope_key;
     scratch.workspace_host_dir = target->root;
@@ -140,6 +140,9 @@ ApplyPatchToolResult RunApplyPatchTool(const GlobalOptions& global, const policy
   if (target->sandboxed) options.fence = "the sandbox sees only " + target->alias_root;
   auto applied = patch::ApplyPatch(*parsed, options);
   if (!applied) return FromApplyError(applied.error());
+  // What the patch made in the scratch dir belongs to the sandbox user, who must be able to change
+  // it (the sandbox never runs as root by default).
+  if (target->scratch) (void)exec::GiveScratchToSandboxUser(scratch);
 
   ApplyPatchToolResult result;
   result.summary = std::move(applied).value();

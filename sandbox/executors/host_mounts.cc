@@ -108,7 +108,43 @@ Result<UniqueFd> MountScratchImage(const SandboxSpec& spec, int root_fd, const s
   return top;
 }
 
+// Chowns root-owned entries below the directory `dir_fd` (depth-first, no link followed).
+void ChownRootOwnedBelow(int dir_fd, uint64_t dev, uid_t uid, gid_t gid, int depth) {
+  if (depth > 256) return;
+  int copy = ::dup(dir_fd);
+  if (copy < 0) return;
+  DIR* dir = ::fdopendir(copy);
+  if (dir == nullptr) {
+    ::close(copy);
+    return;
+  }
+  while (dirent* entry = ::readdir(dir)) {
+    const std::string name = entry->d_name;
+    if (name == "." || name == "..") continue;
+    struct stat st {};
+    if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    if (st.st_uid == 0) (void)::fchownat(dir_fd, name.c_str(), uid, gid, AT_SYMLINK_NOFOLLOW);
+    if (!S_ISDIR(st.st_mode) || static_cast<uint64_t>(st.st_dev) != dev) continue;
+    UniqueFd sub(::openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (sub.valid()) ChownRootOwnedBelow(sub.get(), dev, uid, gid, depth + 1);
+  }
+  ::closedir(dir);
+}
+
 }  // namespace
+
+Status GiveScratchToSandboxUser(const SandboxSpec& spec) {
+  const UserIds ids = ParseUser(spec.user);
+  if (::geteuid() != 0 || !ids.uid.has_value() || *ids.uid == 0) return Ok();
+  SANDRUN_ASSIGN_OR_RETURN(UniqueFd path_fd, OpenNoSymlinks(spec.workspace_host_dir));
+  UniqueFd dir(::openat(path_fd.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!dir.valid()) return Error::FromErrno(errno, "cannot open " + spec.workspace_host_dir);
+  struct stat st {};
+  if (::fstat(dir.get(), &st) != 0) return Error::FromErrno(errno, "cannot stat the scratch dir");
+  ChownRootOwnedBelow(dir.get(), static_cast<uint64_t>(st.st_dev), *ids.uid,
+                      ids.gid.has_value() ? *ids.gid : static_cast<gid_t>(-1), 0);
+  return Ok();
+}
 
 MountSupport DetectMountSupport(bool engine_is_local) {
   MountSupport s;

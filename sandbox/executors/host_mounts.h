@@ -49,6 +49,12 @@ bool UserMayBeRoot(const std::string& user);
 // sandbox user, mounted from its image when bounded. Returns an O_PATH fd of it.
 Result<UniqueFd> EnsureScratch(const SandboxSpec& spec, const MountSupport& support);
 
+// Gives what the runner (root) created in the scope's scratch dir (apply_patch's files and
+// directories) to the sandbox user, so the sandbox can change it: every entry owned by uid 0 is
+// chowned to spec.user ("uid:gid"). An fd walk that follows no link and stays on the scratch's
+// file system, so an entry the sandbox swaps for a link mid-walk is never followed.
+Status GiveScratchToSandboxUser(const SandboxSpec& spec);
+
 // Detaches the host-side mount of a scope's scratch image at `scratch_dir` (checked to be that
 // image's mount first; anything else is left alone). Its contents stay in the image.
 Status ReleaseScratch(const std::string& state_dir, const std::string& scope_key,
