@@ -52,4 +52,9 @@ std::optional<std::string> TenantIdError(std::string_view id) {
   return Check(id, "tenant id", "[a-z0-9][a-z0-9-]{0,31}", 32, IsLowerAlnum, TenantRest);
 }
 
+std::optional<std::string> CallerIdsError(std::string_view agent, std::string_view session) {
+  if (auto bad = AgentIdError(agent)) return bad;
+  return SessionKeyError(session);
+}
+
 }  // namespace sandrun::config

@@ -20,5 +20,7 @@ namespace sandrun::config {
 std::optional<std::string> AgentIdError(std::string_view id);
 std::optional<std::string> SessionKeyError(std::string_view key);
 std::optional<std::string> TenantIdError(std::string_view id);
+// The first of AgentIdError(agent) and SessionKeyError(session).
+std::optional<std::string> CallerIdsError(std::string_view agent, std::string_view session);
 
 }  // namespace sandrun::config

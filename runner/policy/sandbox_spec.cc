@@ -149,8 +149,7 @@ std::string SandboxScopeKey(config::SandboxScope scope, const Caller& caller) {
 }
 
 std::optional<GateError> ValidateCallerIds(const Caller& caller) {
-  if (auto bad = config::AgentIdError(caller.agent_id)) return GateError{"invalid-request", *bad};
-  if (auto bad = config::SessionKeyError(caller.session_key)) {
+  if (auto bad = config::CallerIdsError(caller.agent_id, caller.session_key)) {
     return GateError{"invalid-request", *bad};
   }
   return std::nullopt;

@@ -6,8 +6,8 @@
 //   workdir oracle; the scratch size bound.
 // The runner is root here (as in CI); a stranger on the host is uid 1234.
 #include <fcntl.h>
-#include <gtest/gtest.h>
 #include <grp.h>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
@@ -270,9 +270,11 @@ TEST_F(SandboxMounts, AgentIdsThatShareASlugNeverShareAContainerOrAScratchDir) {
 }
 
 TEST_F(SandboxMounts, InvalidAgentIdsAndSessionKeysAreRefusedNotRewritten) {
-  for (const std::vector<std::string>& ids :
-       {std::vector<std::string>{"--agent", "main/../x"}, {"--agent", "Main Agent"},
-        {"--agent", "agent:main"}, {"--session", "s 1"}, {"--session", "$(id)"}}) {
+  for (const std::vector<std::string>& ids : {std::vector<std::string>{"--agent", "main/../x"},
+                                              {"--agent", "Main Agent"},
+                                              {"--agent", "agent:main"},
+                                              {"--session", "s 1"},
+                                              {"--session", "$(id)"}}) {
     std::vector<std::string> args = ids;
     args.insert(args.end(), {"exec", "--", "echo ran"});
     auto r = Sandrun(args);
@@ -280,6 +282,20 @@ TEST_F(SandboxMounts, InvalidAgentIdsAndSessionKeysAreRefusedNotRewritten) {
     EXPECT_EQ(r.out.find("ran"), std::string::npos);
     EXPECT_NE(r.err.find("refused, never rewritten"), std::string::npos) << r.err;
   }
+  EXPECT_EQ(ContainerCount(), 0u);
+}
+
+TEST_F(SandboxMounts, TheServerRefusesInvalidIdsInItsHeaders) {
+  StartServer();
+  auto exec = Sandrun({"--agent", "a/b", "exec", "--", "echo ran"});
+  EXPECT_EQ(exec.exit_code, 2) << exec.out << exec.err;
+  EXPECT_EQ(exec.out.find("ran"), std::string::npos);
+  EXPECT_NE(exec.err.find("Invalid agent id"), std::string::npos) << exec.err;
+  auto process = Sandrun({"--session", "x y", "process", "list"});
+  EXPECT_NE(process.exit_code, 0) << process.out;
+  EXPECT_NE((process.out + process.err).find("Invalid session key"), std::string::npos)
+      << process.out << process.err;
+  StopServer();
   EXPECT_EQ(ContainerCount(), 0u);
 }
 
@@ -395,18 +411,21 @@ TEST_F(SandboxMounts, ScratchLimitStopsWritesAndBoundsTheHostDisk) {
   }
   EXPECT_LE(used, uintmax_t{17} << 20) << "host disk used by the state dir (16m + bookkeeping)";
   // The file system stays usable once the file goes.
-  auto freed = Exec({}, "rm /workspace/big && dd if=/dev/zero of=/workspace/small bs=1M count=4 "
-                        "2>&1 >/dev/null; echo rc=$?");
+  auto freed = Exec({},
+                    "rm /workspace/big && dd if=/dev/zero of=/workspace/small bs=1M count=4 "
+                    "2>&1 >/dev/null; echo rc=$?");
   EXPECT_NE(freed.out.find("rc=0"), std::string::npos) << freed.out;
 }
 
 TEST_F(SandboxMounts, WhatApplyPatchMakesInTheScratchIsTheSandboxUsers) {
   // Before any container: apply_patch makes the scope's scratch as the sandbox makes it.
-  auto r = Call(R"({"tool":"apply_patch","input":"*** Begin Patch\n*** Add File: notes/a.txt\n+one\n*** End Patch\n"})");
+  auto r = Call(
+      R"({"tool":"apply_patch","input":"*** Begin Patch\n*** Add File: notes/a.txt\n+one\n*** End Patch\n"})");
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_TRUE(MountIsNosuid(ScratchDir())) << "the scope's image, mounted";
-  auto e = Exec({}, "echo two >> /workspace/notes/a.txt && touch /workspace/notes/b && "
-                    "cat /workspace/notes/a.txt");
+  auto e = Exec({},
+                "echo two >> /workspace/notes/a.txt && touch /workspace/notes/b && "
+                "cat /workspace/notes/a.txt");
   EXPECT_EQ(e.exit_code, 0) << e.err;
   EXPECT_EQ(e.out, "one\ntwo\n");
 }
@@ -433,6 +452,17 @@ TEST_F(SandboxMounts, DoctorReportsNosuidMountsAndTheScratchBound) {
   EXPECT_EQ(status["mounts"], "ok") << r.out;
   EXPECT_EQ(status["scratch"], "ok") << r.out;
   EXPECT_TRUE(MountPointsBelow(home_).empty()) << "the doctor's trials are cleaned up";
+  // A remote engine's host paths are not this host's: said so, not hidden.
+  auto remote = Sandrun({"doctor", "--json"}, {{"DOCKER_HOST", "tcp://127.0.0.1:9"}});
+  auto rdoc = Parsed(remote.out);
+  std::map<std::string, std::string> detail;
+  for (const auto& c : JsonMember(rdoc, "checks")->GetArray()) {
+    status[JsonString(c, "name")] = JsonString(c, "status");
+    detail[JsonString(c, "name")] = JsonString(c, "detail");
+  }
+  EXPECT_EQ(status["mounts"], "warn") << remote.out;
+  EXPECT_NE(detail["mounts"].find("not local"), std::string::npos) << detail["mounts"];
+  EXPECT_EQ(status["scratch"], "warn") << remote.out;
 }
 
 }  // namespace

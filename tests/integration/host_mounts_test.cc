@@ -204,5 +204,30 @@ TEST_F(HostMountsTest, ANameTakenByAnotherScopeOrInstanceIsNeverReused) {
   EXPECT_TRUE(still->state.running);
 }
 
+TEST_F(HostMountsTest, WithoutNosuidMountsAUserThatMayBeRootIsRefused) {
+  // What a runner that is not root (or a remote engine) gets: plain binds of the checked paths.
+  exec::MountSupport plain;
+  plain.reason = "the runner is not root";
+  settings_.sandbox.workspace_access = config::WorkspaceAccess::kRo;
+  for (const char* user : {"0", "root", "0:0", "sandbox"}) {
+    settings_.sandbox.docker.user = user;
+    auto spec = Spec();
+    ASSERT_TRUE(spec) << spec.error().message;
+    auto staged = exec::StagedMounts::Prepare(*spec, plain);
+    ASSERT_FALSE(staged) << user;
+    EXPECT_NE(staged.error().ToString().find("may be root"), std::string::npos)
+        << staged.error().ToString();
+  }
+  settings_.sandbox.docker.user = "1000:1000";
+  auto spec = Spec();
+  ASSERT_TRUE(spec);
+  auto staged = exec::StagedMounts::Prepare(*spec, plain);
+  ASSERT_TRUE(staged) << staged.error().ToString();
+  ASSERT_EQ(staged->mounts().size(), 1u);
+  EXPECT_EQ(staged->mounts()[0].source, workspace_);
+  EXPECT_TRUE(staged->mounts()[0].read_only) << "plain binds ask the engine for ro";
+  EXPECT_TRUE(MountPointsBelow(state_dir_).empty());
+}
+
 }  // namespace
 }  // namespace sandrun::testing
