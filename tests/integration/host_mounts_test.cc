@@ -36,7 +36,7 @@ class HostMountsTest : public ::testing::Test {
     char head[16];
     std::snprintf(head, sizeof(head), "%08x", static_cast<unsigned>(rd()));
     instance_ = std::string(head) + "-mounts-test-" + std::to_string(::getpid());
-    char tmpl[] = "/tmp/sandrun-mounts-XXXXXX";
+    char tmpl[] = "/tmp/sandrun-e2e-mounts-XXXXXX";  // seen by the suite's leak check
     ASSERT_NE(::mkdtemp(tmpl), nullptr);
     state_dir_ = tmpl;
     workspace_ = state_dir_ + "-ws";
