@@ -18,6 +18,7 @@
 #include "runner/patch/patch.h"
 #include "runner/policy/tool_policy.h"
 #include "sandbox/base/json.h"
+#include "sandbox/executors/host_mounts.h"
 #include "sandbox/os/file.h"
 
 namespace sandrun::api {
@@ -116,10 +117,18 @@ ApplyPatchToolResult RunApplyPatchTool(const GlobalOptions& global, const policy
 
   auto parsed = patch::ParsePatch(request.input);
   if (!parsed) return Refused("invalid-patch", parsed.error().message);
+  exec::SandboxSpec scratch;
   if (target->scratch) {
-    // The per-scope scratch dir exists once a container used it; a patch may come first.
-    if (auto made = EnsureDirectory(target->root, 0700); !made) {
-      return Internal("internal", "cannot create the sandbox workspace " + target->root + ": " +
+    // The per-scope scratch dir exists once a container used it; a patch may come first. It is
+    // made as the sandbox makes it (never through a link, mounted from its image when bounded).
+    scratch.state_dir = *state_dir;
+    scratch.scope_key = target->scope_key;
+    scratch.workspace_host_dir = target->root;
+    scratch.scratch = true;
+    scratch.user = target->sandbox_user;
+    scratch.scratch_limit_bytes = target->scratch_limit_bytes;
+    if (auto made = exec::EnsureScratch(scratch, exec::DetectMountSupport(true)); !made) {
+      return Internal("internal", "cannot prepare the sandbox workspace " + target->root + ": " +
                                       made.error().ToString());
     }
   }
@@ -131,6 +140,9 @@ ApplyPatchToolResult RunApplyPatchTool(const GlobalOptions& global, const policy
   if (target->sandboxed) options.fence = "the sandbox sees only " + target->alias_root;
   auto applied = patch::ApplyPatch(*parsed, options);
   if (!applied) return FromApplyError(applied.error());
+  // What the patch made in the scratch dir belongs to the sandbox user, who must be able to change
+  // it (the sandbox never runs as root by default).
+  if (target->scratch) (void)exec::GiveScratchToSandboxUser(scratch);
 
   ApplyPatchToolResult result;
   result.summary = std::move(applied).value();

@@ -1,16 +1,19 @@
 #include "runner/api/doctor.h"
 
+#include <fcntl.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
+#include <filesystem>
 
 #include "runner/config/state_dir.h"
 #include "runner/policy/safe_bins.h"
 #include "sandbox/docker/client.h"
 #include "sandbox/docker/image_build.h"
+#include "sandbox/executors/host_mounts.h"
 #include "sandbox/harden/confine.h"
 #include "sandbox/harden/container_preset.h"
 #include "sandbox/harden/host_hardening.h"
@@ -18,6 +21,8 @@
 #include "sandbox/harden/seccomp_compiler.h"
 #include "sandbox/harden/seccomp_profile.h"
 #include "sandbox/harden/seccomp_support.h"
+#include "sandbox/os/host_path.h"
+#include "sandbox/os/mounts.h"
 
 namespace sandrun::api {
 namespace {
@@ -260,6 +265,92 @@ DoctorCheck ConfineCheck() {
                    who);
 }
 
+// A trial in a private dir under the state dir: what the sandbox's mounts will get.
+struct TrialDir {
+  std::string path;
+  ~TrialDir() {
+    if (path.empty()) return;
+    if (auto points = MountPointsUnder(path); points) {
+      for (const std::string& p : *points) (void)DetachMount(p);
+    }
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
+
+Result<std::string> MakeTrialDir(const std::string& state_dir, const char* what) {
+  const std::string path = state_dir + "/sandbox/doctor-" + what + "-" + std::to_string(::getpid());
+  auto made = MakeDirsNoSymlinks(path, 0700);
+  if (!made) return std::move(made).error();
+  return path;
+}
+
+Status TryHardenedBind(const std::string& dir) {
+  SANDRUN_ASSIGN_OR_RETURN(UniqueFd base, OpenNoSymlinks(dir));
+  SANDRUN_ASSIGN_OR_RETURN(UniqueFd src, MakeDirAt(base.get(), "src", 0700));
+  SANDRUN_ASSIGN_OR_RETURN(UniqueFd dst, MakeDirAt(base.get(), "dst", 0700));
+  SANDRUN_RETURN_IF_ERROR(BindMountHardened(src.get(), base.get(), "dst", /*read_only=*/true));
+  return DetachMount(dir + "/dst");
+}
+
+Status TryBoundedScratch(const std::string& dir) {
+  SANDRUN_RETURN_IF_ERROR(CreateExt4Image(dir + "/trial.img", 16 << 20, 65534, 65534));
+  UniqueFd image(::open((dir + "/trial.img").c_str(), O_RDWR | O_CLOEXEC));
+  if (!image.valid()) return Error::FromErrno(errno, "cannot open the trial image");
+  SANDRUN_ASSIGN_OR_RETURN(UniqueFd base, OpenNoSymlinks(dir));
+  SANDRUN_ASSIGN_OR_RETURN(UniqueFd point, MakeDirAt(base.get(), "mnt", 0700));
+  SANDRUN_ASSIGN_OR_RETURN(LoopDevice loop, AttachLoopDevice(image.get()));
+  SANDRUN_RETURN_IF_ERROR(MountExt4(loop.path, base.get(), "mnt"));
+  return DetachMount(dir + "/mnt");
+}
+
+// Host-backed mounts (nosuid,nodev) and the scratch size bound, tried for real.
+void MountChecks(std::vector<DoctorCheck>& checks) {
+  auto client = docker::Client::FromEnvironment({std::chrono::milliseconds(3000)});
+  const bool local = client && (*client)->endpoint().kind == docker::Endpoint::Kind::kUnix;
+  const exec::MountSupport support = exec::DetectMountSupport(local);
+  auto state_dir = config::StateDirPath();
+  if (!support.staged) {
+    checks.push_back(Check("mounts", Level::kWarn,
+                           support.reason +
+                               "; sandboxes run as a non-root user and one that may be root "
+                               "(sandbox.docker.user) is refused",
+                           "run sandrun as root with a local engine to get nosuid,nodev mounts"));
+  } else if (!state_dir) {
+    checks.push_back(Check("mounts", Level::kFail, state_dir.error().ToString()));
+  } else {
+    TrialDir trial;
+    auto dir = MakeTrialDir(*state_dir, "mounts");
+    if (dir) trial.path = *dir;
+    Status ok = dir ? TryHardenedBind(*dir) : Status(dir.error());
+    checks.push_back(
+        ok ? Check("mounts", Level::kOk,
+                   "host-backed mounts (workspace, scratch, binds) are bound nosuid,nodev "
+                   "(read-only where asked) through " +
+                       *state_dir + "/sandbox/mnt while a container starts")
+           : Check("mounts", Level::kFail, "a nosuid,nodev bind failed: " + ok.error().ToString(),
+                   "use a kernel with the mount API (Linux 5.12+) or bind remounts"));
+  }
+  if (!support.bounded) {
+    checks.push_back(Check("scratch", Level::kWarn, support.bound_note,
+                           "run sandrun as root with e2fsprogs and loop devices"));
+    return;
+  }
+  if (!state_dir) return;
+  TrialDir trial;
+  auto dir = MakeTrialDir(*state_dir, "scratch");
+  if (dir) trial.path = *dir;
+  Status ok = dir ? TryBoundedScratch(*dir) : Status(dir.error());
+  checks.push_back(
+      ok ? Check("scratch", Level::kOk,
+                 "scratch workspaces are sparse ext4 images bounded by sandbox.scratchLimit "
+                 "(default 2g), mounted nosuid,nodev from loop devices (" +
+                     FindMkfsExt4() + ")")
+         : Check("scratch", Level::kFail,
+                 "a bounded scratch image failed: " + ok.error().ToString(),
+                 "check /dev/loop-control and e2fsprogs, or set sandbox.scratchLimit to 0"));
+}
+
 const char* LevelName(Level level) {
   switch (level) {
     case Level::kOk:
@@ -288,6 +379,7 @@ DoctorReport RunDoctor() {
   report.checks.push_back(SeccompCheck());
   report.checks.push_back(FilterCheck());
   report.checks.push_back(ConfineCheck());
+  MountChecks(report.checks);
   ProfileChecks(report.checks);
   return report;
 }

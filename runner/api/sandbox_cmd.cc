@@ -7,9 +7,11 @@
 #include <ctime>
 
 #include "runner/config/config.h"
+#include "runner/config/ids.h"
 #include "runner/config/state_dir.h"
 #include "sandbox/docker/client.h"
 #include "sandbox/executors/docker_executor.h"
+#include "sandbox/executors/host_mounts.h"
 #include "sandbox/executors/sandbox_registry.h"
 
 namespace sandrun::api {
@@ -95,6 +97,18 @@ int RunSandboxCommand(const GlobalOptions& global, const SandboxCommand& cmd) {
   }
 
   if (cmd.action == "recreate") {
+    if (!cmd.agent.empty()) {
+      if (auto bad = config::AgentIdError(cmd.agent)) {
+        PrintError(*bad);
+        return kExitRefused;
+      }
+    }
+    if (!cmd.session.empty()) {
+      if (auto bad = config::SessionKeyError(cmd.session)) {
+        PrintError(*bad);
+        return kExitRefused;
+      }
+    }
     std::string scope = !cmd.scope.empty()     ? cmd.scope
                         : !cmd.agent.empty()   ? "agent:" + cmd.agent
                         : !cmd.session.empty() ? cmd.session
@@ -118,6 +132,13 @@ int RunSandboxCommand(const GlobalOptions& global, const SandboxCommand& cmd) {
     (void)registry.Update([&](exec::RegistryState& s) {
       for (const auto& name : removed) s.containers.erase(name);
     });
+    // The removed scopes' scratch images come off the host (their contents stay), and staging
+    // mounts of runners that died mid-create go.
+    exec::DockerExecutor executor(client);
+    if (auto released = executor.ReleaseIdleScratch(*instance, *state_dir); !released) {
+      PrintWarning("scratch mounts: " + released.error().ToString());
+    }
+    exec::SweepStaleStaging(*state_dir);
     if (removed.empty()) std::printf("no matching sandbox containers\n");
     return kExitOk;
   }
@@ -132,6 +153,7 @@ int RunSandboxCommand(const GlobalOptions& global, const SandboxCommand& cmd) {
       PrintError(removed.error().ToString());
       return kExitFailure;
     }
+    exec::SweepStaleStaging(*state_dir);
     for (const auto& name : *removed) std::printf("removed %s\n", name.c_str());
     std::printf("pruned %zu container%s\n", removed->size(), removed->size() == 1 ? "" : "s");
     return kExitOk;

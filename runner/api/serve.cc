@@ -23,6 +23,7 @@
 #include "runner/api/server_client.h"
 #include "runner/api/tool_call.h"
 #include "runner/config/config.h"
+#include "runner/config/ids.h"
 #include "runner/config/state_dir.h"
 #include "runner/sessions/manager.h"
 #include "runner/sessions/process_request.h"
@@ -275,6 +276,10 @@ int RunServeCommand(const GlobalOptions& global, const ServeOptions& options) {
       return JsonReply(400, sessions::RenderProcessError(*error));
     }
     GlobalOptions g = request_global(r);
+    if (auto bad = config::CallerIdsError(g.agent, g.session)) {  // X-Sandrun-Agent/-Session
+      ++refused;
+      return ErrorReply(400, "invalid-request", *bad);
+    }
     sessions::Scope scope{services.tenant, g.agent, g.session};
     sessions::ProcessResult result =
         manager.Process(std::get<sessions::ProcessRequest>(parsed), scope);

@@ -304,6 +304,7 @@ class Loader : public ConfigReader {
                      }},
                     Choice("workspaceAccess", &s->workspace_access),
                     Str("workspaceRoot", &s->workspace_root, Rule::kUserPath),
+                    Size("scratchLimit", &s->scratch_limit_bytes, false),
                     Str("mainSessionKey", &s->main_session_key, Rule::kTrimmed),
                     {"docker",
                      [this, s, level](const Value& x, const std::string& p) {

@@ -47,7 +47,10 @@ struct SandboxSettings {                      // sandbox.* / agents.<id>.sandbox
   SandboxMode mode = SandboxMode::kAll;       // mode: off | non-main | all (differs: all)
   SandboxScope scope = SandboxScope::kAgent;  // scope: session | agent | shared
   WorkspaceAccess workspace_access = WorkspaceAccess::kNone;  // workspaceAccess: none | ro | rw
-  std::string workspace_root;             // workspaceRoot ("" = $SANDRUN_HOME/sandboxes)
+  std::string workspace_root;  // workspaceRoot ("" = $SANDRUN_HOME/sandboxes)
+  // scratchLimit: the size bound of each scope's scratch workspace (workspaceAccess none), "2g"
+  // or a byte count; 0 = unbounded. Enforced by a per-scope ext4 image (a root runner).
+  int64_t scratch_limit_bytes = int64_t{2} << 30;
   std::string main_session_key = "main";  // mainSessionKey (for non-main)
   DockerSettings docker;
   PruneSettings prune;

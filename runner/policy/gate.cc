@@ -34,7 +34,8 @@ std::optional<GateError> FirstRefusal(const config::AgentSettings& settings,
                                       const ExecRequest& request, const Decision& d,
                                       bool configured_host_ok,
                                       const std::optional<GateError>& host_error,
-                                      const std::optional<GateError>& elevated_error) {
+                                      const std::optional<GateError>& elevated_error,
+                                      const Caller& caller) {
   if (Trim(request.command).empty()) return InvalidRequest("Provide a command to start.");
   if (request.command.find('\0') != std::string::npos) {
     return InvalidRequest("The command contains a NUL byte.");
@@ -76,6 +77,8 @@ std::optional<GateError> FirstRefusal(const config::AgentSettings& settings,
     return GateError{"denied", std::string("exec denied: host=") + HostName(d.effective_host) +
                                    " security=deny"};
   }
+  // Ids name scopes, containers and directories: invalid ones are refused, never rewritten.
+  if (auto bad = ValidateCallerIds(caller)) return bad;
   if (d.effective_host == Host::kNode) {
     const std::string bound = Trim(settings.exec.node);
     const std::string asked = request.node.has_value() ? Trim(*request.node) : "";
@@ -110,7 +113,7 @@ GateResult<int64_t> TimeoutMs(const ExecRequest& request, const config::ExecSett
 int64_t ClampYield(int64_t ms) { return std::clamp<int64_t>(ms, 10, 120000); }
 
 GateResult<GatedPlan> BuildSandboxPlan(GatedPlan out, const ExecRequest& request,
-                                       const GateContext& ctx, const DirExistsFn& dir_exists) {
+                                       const GateContext& ctx) {
   const config::AgentSettings& s = *ctx.settings;
   GateResult<exec::SandboxSpec> spec = BuildSandboxSpec(ctx);
   if (!spec) return spec.error();
@@ -137,8 +140,11 @@ GateResult<GatedPlan> BuildSandboxPlan(GatedPlan out, const ExecRequest& request
   p.prepend_path = JoinPathList(DedupePathEntries(prepend));
   p.env = std::move(env);
 
-  SandboxWorkdir wd = MapSandboxWorkdir(request.workdir, p.sandbox.workdir,
-                                        p.sandbox.workspace_host_dir, dir_exists);
+  // Probed below the mount's host dir, never through a link the container may have planted.
+  DirBeneathFn beneath =
+      ctx.host_probe.dir_beneath ? ctx.host_probe.dir_beneath : DefaultHostProbe().dir_beneath;
+  SandboxWorkdir wd =
+      MapSandboxWorkdir(request.workdir, p.sandbox.workdir, p.sandbox.workspace_host_dir, beneath);
   p.cwd = wd.container_dir;
   if (wd.warning.has_value()) p.warnings.push_back(*wd.warning);
   return out;
@@ -250,8 +256,8 @@ Decision Decide(const config::AgentSettings& settings, const ExecRequest& reques
       d.approvals_apply && d.effective.security != config::Security::kDeny &&
       (d.effective.security != config::Security::kFull || d.effective.ask != config::Ask::kOff);
 
-  d.refusal =
-      FirstRefusal(settings, request, d, configured.has_value(), host_error, elevated.refusal);
+  d.refusal = FirstRefusal(settings, request, d, configured.has_value(), host_error,
+                           elevated.refusal, caller);
   return d;
 }
 
@@ -314,7 +320,7 @@ GateResult<GatedPlan> BuildPlan(const Decision& decision, const ExecRequest& req
       ctx.is_executable ? ctx.is_executable : IsExecutableFn(StatIsExecutable);
   switch (decision.effective_host) {
     case Host::kSandbox:
-      return BuildSandboxPlan(std::move(out), request, ctx, dir_exists);
+      return BuildSandboxPlan(std::move(out), request, ctx);
     case Host::kGateway:
       return BuildGatewayPlan(std::move(out), request, ctx, dir_exists, is_executable);
     case Host::kAuto:

@@ -19,6 +19,7 @@
 
 #include "runner/config/settings.h"
 #include "runner/policy/exec_request.h"
+#include "sandbox/os/host_path.h"
 
 namespace sandrun::policy {
 
@@ -74,6 +75,20 @@ using DirExistsFn = std::function<bool(const std::string& path)>;
 // true when `path` is an executable regular file.
 using IsExecutableFn = std::function<bool(const std::string& path)>;
 
+// What the sandbox spec needs to know about host paths (sandbox_spec.h). Each empty member means
+// the real probe (DefaultHostProbe()); tests inject fakes.
+struct HostProbe {
+  // The object at `path`, no symbolic link followed in any component (InspectHostPath).
+  std::function<Result<HostPathInfo>(const std::string& path)> inspect;
+  // The object `path` names with links followed (realpath, then inspect): where a blocked path
+  // such as /var/run really is.
+  std::function<Result<HostPathInfo>(const std::string& path)> inspect_real;
+  // Whether `relative` is a directory below `root` reached without a link, ".." or another mount.
+  std::function<bool(const std::string& root, const std::string& relative)> dir_beneath;
+  int64_t uid = -1;  // the runner's effective uid / gid; -1: geteuid() / getegid()
+  int64_t gid = -1;
+};
+
 // stat()-based probes for production callers. The gate calls these only when the context leaves
 // the corresponding function empty.
 bool StatDirExists(const std::string& path);
@@ -101,6 +116,7 @@ struct GateContext {
   std::map<std::string, std::string> tmpfs_options;
   DirExistsFn dir_exists;        // empty: StatDirExists
   IsExecutableFn is_executable;  // empty: StatIsExecutable
+  HostProbe host_probe;          // sandbox plans: the workspace, binds and workdir on the host
 };
 
 }  // namespace sandrun::policy

@@ -1,28 +1,23 @@
 #include "runner/policy/sandbox_spec.h"
 
+#include <unistd.h>
+
 #include <cctype>
+#include <climits>
 #include <cmath>
+#include <cstdlib>
 #include <vector>
 
+#include "runner/config/ids.h"
 #include "runner/policy/env_policy.h"
-#include "sandbox/base/sha256.h"
+#include "runner/policy/host_checks.h"
 #include "sandbox/base/strings.h"
 
 namespace sandrun::policy {
 namespace {
 
-std::vector<std::string> Split(std::string_view s, char sep) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (true) {
-    size_t pos = s.find(sep, start);
-    if (pos == std::string_view::npos) {
-      out.emplace_back(s.substr(start));
-      return out;
-    }
-    out.emplace_back(s.substr(start, pos - start));
-    start = pos + 1;
-  }
+GateError ConfigError(std::string message) {
+  return GateError{"invalid-config", std::move(message)};
 }
 
 // "~" and "~/x" against `home`; nullopt when there is a tilde but no home.
@@ -32,30 +27,107 @@ std::optional<std::string> ExpandTilde(const std::string& path, const std::strin
   return home + path.substr(1);
 }
 
-GateError ConfigError(std::string message) {
-  return GateError{"invalid-config", std::move(message)};
+const char* AccessName(config::WorkspaceAccess access) {
+  return access == config::WorkspaceAccess::kRo ? "ro" : "rw";
 }
 
-constexpr std::string_view kBlockedHostPaths[] = {
-    "/etc",  "/private/etc", "/proc", "/sys",     "/dev",
-    "/root", "/boot",        "/run",  "/var/run", "/private/var/run",
-};
-constexpr std::string_view kBlockedHomeDirs[] = {
-    ".aws", ".cargo", ".config", ".docker", ".gnupg", ".netrc", ".npm", ".ssh",
-};
-constexpr std::string_view kRuntimeSockets[] = {
-    "containerd.sock", "podman.sock", "crio.sock", "cri-dockerd.sock", "buildkitd.sock",
-};
-constexpr std::string_view kBindModeOptions[] = {
-    "ro",      "rw",     "z",        "Z",      "shared",     "slave",  "private",
-    "rshared", "rslave", "rprivate", "nocopy", "consistent", "cached", "delegated",
-};
+// The probe with every empty member replaced by the real one.
+HostProbe Completed(const HostProbe& given) {
+  HostProbe real = DefaultHostProbe();
+  if (given.inspect) real.inspect = given.inspect;
+  if (given.inspect_real) real.inspect_real = given.inspect_real;
+  if (given.dir_beneath) real.dir_beneath = given.dir_beneath;
+  if (given.uid >= 0) real.uid = given.uid;
+  if (given.gid >= 0) real.gid = given.gid;
+  return real;
+}
 
-// Checks a source against one blocked path; returns the refusal text or "".
-std::string BlockedSourceReason(const std::string& src, const std::string& blocked) {
-  if (PathIsWithin(src, blocked)) return "is inside the blocked host path \"" + blocked + "\"";
-  if (PathIsWithin(blocked, src)) return "contains the blocked host path \"" + blocked + "\"";
-  return "";
+// The scratch root: sandbox.workspaceRoot (checked like a workspace by its text) or
+// <state>/sandboxes.
+GateResult<std::string> ScratchRoot(const GateContext& ctx, const std::string& home) {
+  const config::SandboxSettings& sb = ctx.settings->sandbox;
+  if (Trim(sb.workspace_root).empty()) {
+    if (ctx.state_dir.empty() || ctx.state_dir[0] != '/') {
+      return ConfigError("the state dir ($SANDRUN_HOME) is not an absolute path.");
+    }
+    return NormalizePosixPath(ctx.state_dir + "/sandboxes");
+  }
+  std::optional<std::string> expanded = ExpandTilde(Trim(sb.workspace_root), home);
+  if (!expanded.has_value() || (*expanded)[0] != '/') {
+    return ConfigError("sandbox.workspaceRoot \"" + sb.workspace_root +
+                       "\" must be an absolute path.");
+  }
+  const std::string root = NormalizePosixPath(*expanded);
+  if (auto why = BlockedPathReason(root, home)) {
+    return ConfigError("sandbox.workspaceRoot \"" + root + "\" " + *why + ".");
+  }
+  return root;
+}
+
+// The real workspace for ro/rw: checked by text, then resolved and checked by identity.
+GateResult<HostPathInfo> CheckedWorkspace(const GateContext& ctx, const HostProbe& probe,
+                                          const std::string& home) {
+  const config::WorkspaceAccess access = ctx.settings->sandbox.workspace_access;
+  const std::string what = std::string("sandbox.workspaceAccess \"") + AccessName(access) + "\"";
+  if (ctx.workspace_dir.empty() || ctx.workspace_dir[0] != '/') {
+    return ConfigError(what + " needs the agent's workspace directory (absolute), got \"" +
+                       ctx.workspace_dir + "\".");
+  }
+  const std::string ws = NormalizePosixPath(ctx.workspace_dir);
+  const std::string refused = what + ": the workspace \"" + ws + "\" cannot be mounted: it ";
+  if (ws == "/") return ConfigError(refused + "is the whole host.");
+  if (auto why = BlockedPathReason(ws, home)) return ConfigError(refused + *why + ".");
+  if (auto why = StateDirReason(ws, ctx.state_dir, /*workspace=*/true)) {
+    return ConfigError(refused + *why + ".");
+  }
+  Result<HostPathInfo> info = probe.inspect(ws);
+  if (!info) return ConfigError(refused + "does not resolve: " + info.error().ToString() + ".");
+  if (!info->IsDirectory()) return ConfigError(refused + "is not a directory.");
+  if (auto why = BlockedIdentityReason(*info, home, probe)) {
+    return ConfigError(refused + *why + ".");
+  }
+  if (auto why = StateDirIdentityReason(*info, ctx.state_dir, /*workspace=*/true, probe)) {
+    return ConfigError(refused + *why + ".");
+  }
+  return std::move(info).value();
+}
+
+// One bind: its text (ValidateBind), then the object its source resolves to.
+GateResult<exec::HostMountSpec> CheckedBind(const std::string& bind, const GateContext& ctx,
+                                            const HostProbe& probe, const std::string& home,
+                                            const std::string& workdir,
+                                            const std::vector<std::string>& writable_roots) {
+  GateResult<std::string> text = ValidateBind(bind, home, workdir);
+  if (!text) return text.error();
+  exec::HostMountSpec m = ParseValidatedBind(*text);
+  const std::string refused =
+      "sandbox.docker.binds entry \"" + bind + "\": the source \"" + m.source + "\" ";
+  if (auto why = StateDirReason(m.source, ctx.state_dir, /*workspace=*/false)) {
+    return ConfigError(refused + *why + ".");
+  }
+  for (const std::string& root : writable_roots) {
+    if (PathIsWithin(m.source, root)) {
+      return ConfigError(refused + "lies where the sandbox can write (" + root +
+                         "): it could be replaced before the next container is created.");
+    }
+  }
+  Result<HostPathInfo> info = probe.inspect(m.source);
+  if (!info) return ConfigError(refused + "does not resolve: " + info.error().ToString() + ".");
+  if (auto why = SourceKindReason(*info)) return ConfigError(refused + *why + ".");
+  if (auto why = BlockedIdentityReason(*info, home, probe)) {
+    return ConfigError(refused + *why + ".");
+  }
+  if (auto why = StateDirIdentityReason(*info, ctx.state_dir, /*workspace=*/false, probe)) {
+    return ConfigError(refused + *why + ".");
+  }
+  for (const std::string& root : writable_roots) {
+    if (auto why = InsideByIdentity(*info, root, probe)) {
+      return ConfigError(refused + "lies where the sandbox can write (" + root + ", " + *why +
+                         "): it could be replaced before the next container is created.");
+    }
+  }
+  m.id = info->id;
+  return m;
 }
 
 }  // namespace
@@ -76,38 +148,22 @@ std::string SandboxScopeKey(config::SandboxScope scope, const Caller& caller) {
   return "shared";
 }
 
-std::string SlugifyScopeKey(std::string_view key) {
-  std::string trimmed = Trim(key);
-  if (trimmed.empty()) trimmed = "session";
-  const std::string hash = Sha256Hex(trimmed).substr(0, 8);
-  std::string safe;
-  bool in_run = false;
-  for (char ch : Lower(trimmed)) {
-    const bool ok =
-        (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' || ch == '-';
-    if (ok) {
-      safe += ch;
-      in_run = false;
-    } else if (!in_run) {
-      safe += '-';
-      in_run = true;
-    }
+std::optional<GateError> ValidateCallerIds(const Caller& caller) {
+  if (auto bad = config::CallerIdsError(caller.agent_id, caller.session_key)) {
+    return GateError{"invalid-request", *bad};
   }
-  size_t b = safe.find_first_not_of('-');
-  if (b == std::string::npos) {
-    safe.clear();
-  } else {
-    safe = safe.substr(b, safe.find_last_not_of('-') - b + 1);
-  }
-  std::string base = safe.substr(0, 32);
-  if (base.empty()) base = "session";
-  return base + "-" + hash;
+  return std::nullopt;
 }
 
 std::string NormalizePosixPath(std::string_view path) {
   const bool absolute = !path.empty() && path[0] == '/';
   std::vector<std::string> parts;
-  for (std::string& part : Split(path, '/')) {
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t end = path.find('/', start);
+    if (end == std::string_view::npos) end = path.size();
+    std::string part(path.substr(start, end - start));
+    start = end + 1;
     if (part.empty() || part == ".") continue;
     if (part == "..") {
       if (!parts.empty() && parts.back() != "..") {
@@ -134,78 +190,10 @@ bool PathIsWithin(std::string_view path, std::string_view root) {
   return p == r || (p.size() > r.size() && p.compare(0, r.size(), r) == 0 && p[r.size()] == '/');
 }
 
-std::string ScratchWorkspaceDir(const std::string& root, config::SandboxScope scope,
+std::string ScratchWorkspaceDir(const std::string& root, config::SandboxScope,
                                 const std::string& scope_key) {
   std::string r = NormalizePosixPath(root);
-  if (scope == config::SandboxScope::kShared) return r;
-  return (r == "/" ? std::string("") : r) + "/" + SlugifyScopeKey(scope_key);
-}
-
-GateResult<std::string> ValidateBind(const std::string& bind, const std::string& home,
-                                     const std::string& container_workdir) {
-  const std::string where = "sandbox.docker.binds entry \"" + bind + "\": ";
-  std::vector<std::string> parts = Split(bind, ':');
-  if (parts.size() < 2 || parts.size() > 3 || parts[0].empty() || parts[1].empty()) {
-    return ConfigError(where + "expected SRC:DST[:MODE].");
-  }
-  std::optional<std::string> expanded = ExpandTilde(parts[0], home);
-  if (!expanded.has_value()) {
-    return ConfigError(where + "cannot expand \"~\": HOME is not set.");
-  }
-  if ((*expanded)[0] != '/') {
-    return ConfigError(where +
-                       "the source must be an absolute host path (named volumes are "
-                       "not allowed).");
-  }
-  const std::string src = NormalizePosixPath(*expanded);
-  if (src == "/") return ConfigError(where + "the source \"/\" would expose the whole host.");
-  for (std::string_view blocked : kBlockedHostPaths) {
-    std::string reason = BlockedSourceReason(src, std::string(blocked));
-    if (!reason.empty()) return ConfigError(where + "the source \"" + src + "\" " + reason + ".");
-  }
-  if (!home.empty() && home[0] == '/') {
-    for (std::string_view dir : kBlockedHomeDirs) {
-      std::string blocked = NormalizePosixPath(home + "/" + std::string(dir));
-      std::string reason = BlockedSourceReason(src, blocked);
-      if (!reason.empty()) {
-        return ConfigError(where + "the source \"" + src + "\" " + reason + ".");
-      }
-    }
-  }
-  for (const std::string& component : Split(src, '/')) {
-    if (Lower(component) == "docker.sock") {
-      return ConfigError(where + "the source \"" + src +
-                         "\" is a Docker socket (control of the engine is control of the host).");
-    }
-    // The other container engines' API sockets give the same control of the host.
-    for (std::string_view runtime : kRuntimeSockets) {
-      if (Lower(component) == runtime) {
-        return ConfigError(where + "the source \"" + src +
-                           "\" is a container runtime socket (control of the runtime is control "
-                           "of the host).");
-      }
-    }
-  }
-  if (parts[1][0] != '/') return ConfigError(where + "the target must be an absolute path.");
-  const std::string dst = NormalizePosixPath(parts[1]);
-  if (dst == "/") return ConfigError(where + "the target \"/\" is not allowed.");
-  for (const std::string& reserved :
-       {std::string("/workspace"), std::string("/agent"), NormalizePosixPath(container_workdir)}) {
-    if (reserved != "/" && PathIsWithin(dst, reserved)) {
-      return ConfigError(where + "the target \"" + dst + "\" is reserved (\"" + reserved +
-                         "\" is the workspace mount).");
-    }
-  }
-  std::string out = src + ":" + dst;
-  if (parts.size() == 3) {
-    for (const std::string& option : Split(parts[2], ',')) {
-      bool known = false;
-      for (std::string_view k : kBindModeOptions) known = known || option == k;
-      if (!known) return ConfigError(where + "unknown mount option \"" + option + "\".");
-    }
-    out += ":" + parts[2];
-  }
-  return out;
+  return (r == "/" ? std::string("") : r) + "/" + ScopeDirName(scope_key);
 }
 
 std::optional<GateError> ValidateDockerSecurity(const config::DockerSettings& docker) {
@@ -240,12 +228,45 @@ const std::map<std::string, std::string>& DefaultTmpfsOptions() {
   return kOptions;
 }
 
+std::string SandboxUser(const config::DockerSettings& docker, int64_t owner_uid,
+                        int64_t owner_gid) {
+  // Nobody runs as root by accident: root only when sandbox.docker.user says so.
+  if (!Trim(docker.user).empty()) return Trim(docker.user);
+  if (owner_uid <= 0) return "65534:65534";
+  return std::to_string(owner_uid) + ":" + std::to_string(owner_gid < 0 ? owner_uid : owner_gid);
+}
+
+HostProbe DefaultHostProbe() {
+  HostProbe probe;
+  probe.inspect = [](const std::string& path) { return InspectHostPath(path); };
+  probe.inspect_real = [](const std::string& path) -> Result<HostPathInfo> {
+    char buf[PATH_MAX];
+    if (::realpath(path.c_str(), buf) == nullptr) {
+      return Error::FromErrno(errno, "cannot resolve " + path);
+    }
+    return InspectHostPath(buf);
+  };
+  probe.dir_beneath = [](const std::string& root, const std::string& relative) {
+    auto root_fd = OpenNoSymlinks(root);
+    if (!root_fd) return false;
+    auto fd = OpenBeneath(root_fd->get(), relative);
+    if (!fd) return false;
+    auto info = InspectFd(fd->get(), relative);
+    return info && info->IsDirectory();
+  };
+  probe.uid = static_cast<int64_t>(::geteuid());
+  probe.gid = static_cast<int64_t>(::getegid());
+  return probe;
+}
+
 GateResult<exec::SandboxSpec> BuildSandboxSpec(const GateContext& ctx) {
   const config::SandboxSettings& sb = ctx.settings->sandbox;
   const config::DockerSettings& d = sb.docker;
+  if (auto bad = ValidateCallerIds(ctx.caller)) return *bad;
   if (auto bad = ValidateDockerSecurity(d)) return *bad;
   auto home_it = ctx.host_env.find("HOME");
   const std::string home = home_it == ctx.host_env.end() ? "" : home_it->second;
+  const HostProbe probe = Completed(ctx.host_probe);
 
   exec::SandboxSpec spec;
   spec.instance_id = ctx.instance_id;
@@ -259,39 +280,32 @@ GateResult<exec::SandboxSpec> BuildSandboxSpec(const GateContext& ctx) {
   }
   spec.workdir = NormalizePosixPath(d.workdir);
 
+  GateResult<std::string> scratch_root = ScratchRoot(ctx, home);
+  if (!scratch_root) return scratch_root.error();
+  std::vector<std::string> writable_roots = {*scratch_root};
+  int64_t owner_uid = probe.uid, owner_gid = probe.gid;
   switch (sb.workspace_access) {
-    case config::WorkspaceAccess::kNone: {
-      std::string root;
-      if (!Trim(sb.workspace_root).empty()) {
-        std::optional<std::string> expanded = ExpandTilde(Trim(sb.workspace_root), home);
-        if (!expanded.has_value() || (*expanded)[0] != '/') {
-          return ConfigError("sandbox.workspaceRoot \"" + sb.workspace_root +
-                             "\" must be an absolute path.");
-        }
-        root = *expanded;
-      } else {
-        if (ctx.state_dir.empty() || ctx.state_dir[0] != '/') {
-          return ConfigError("the state dir ($SANDRUN_HOME) is not an absolute path.");
-        }
-        root = ctx.state_dir + "/sandboxes";
-      }
-      spec.workspace_host_dir = ScratchWorkspaceDir(root, sb.scope, spec.scope_key);
+    case config::WorkspaceAccess::kNone:
+      spec.workspace_host_dir = ScratchWorkspaceDir(*scratch_root, sb.scope, spec.scope_key);
       spec.workspace_read_only = false;
+      spec.scratch = true;
+      if (sb.scratch_limit_bytes < 0) return ConfigError("sandbox.scratchLimit must be >= 0.");
+      spec.scratch_limit_bytes = sb.scratch_limit_bytes;
+      break;
+    case config::WorkspaceAccess::kRo:
+    case config::WorkspaceAccess::kRw: {
+      GateResult<HostPathInfo> ws = CheckedWorkspace(ctx, probe, home);
+      if (!ws) return ws.error();
+      spec.workspace_host_dir = ws->path;
+      spec.workspace_id = ws->id;
+      spec.workspace_read_only = sb.workspace_access == config::WorkspaceAccess::kRo;
+      if (!spec.workspace_read_only) writable_roots.push_back(ws->path);
+      owner_uid = ws->uid;
+      owner_gid = ws->gid;
       break;
     }
-    case config::WorkspaceAccess::kRo:
-    case config::WorkspaceAccess::kRw:
-      if (ctx.workspace_dir.empty() || ctx.workspace_dir[0] != '/') {
-        return ConfigError(
-            "sandbox.workspaceAccess \"" +
-            std::string(sb.workspace_access == config::WorkspaceAccess::kRo ? "ro" : "rw") +
-            "\" needs the agent's workspace directory (absolute), got \"" + ctx.workspace_dir +
-            "\".");
-      }
-      spec.workspace_host_dir = NormalizePosixPath(ctx.workspace_dir);
-      spec.workspace_read_only = sb.workspace_access == config::WorkspaceAccess::kRo;
-      break;
   }
+  spec.user = SandboxUser(d, owner_uid, owner_gid);
 
   spec.read_only_root = d.read_only_root;
   const auto& presets = ctx.tmpfs_options.empty() ? DefaultTmpfsOptions() : ctx.tmpfs_options;
@@ -331,7 +345,6 @@ GateResult<exec::SandboxSpec> BuildSandboxSpec(const GateContext& ctx) {
     }
   }
   spec.container_env = d.env;
-  spec.user = d.user;
   spec.setup_command = d.setup_command;
   if (d.pids_limit < 0) return ConfigError("sandbox.docker.pidsLimit must be >= 0.");
   if (d.memory_bytes < 0) return ConfigError("sandbox.docker.memory must be >= 0.");
@@ -345,7 +358,8 @@ GateResult<exec::SandboxSpec> BuildSandboxSpec(const GateContext& ctx) {
   spec.nano_cpus = static_cast<int64_t>(std::llround(d.cpus * 1e9));
   spec.init = true;
   for (const std::string& bind : d.binds) {
-    GateResult<std::string> ok = ValidateBind(bind, home, spec.workdir);
+    GateResult<exec::HostMountSpec> ok =
+        CheckedBind(bind, ctx, probe, home, spec.workdir, writable_roots);
     if (!ok) return ok.error();
     spec.binds.push_back(std::move(ok).value());
   }
@@ -357,7 +371,7 @@ GateResult<exec::SandboxSpec> BuildSandboxSpec(const GateContext& ctx) {
 
 SandboxWorkdir MapSandboxWorkdir(const std::optional<std::string>& requested,
                                  const std::string& container_workdir, const std::string& host_dir,
-                                 const DirExistsFn& dir_exists) {
+                                 const DirBeneathFn& dir_beneath) {
   const std::string cw = NormalizePosixPath(container_workdir);
   const std::string hd = NormalizePosixPath(host_dir);
   SandboxWorkdir root{cw, hd, std::nullopt};
@@ -373,12 +387,13 @@ SandboxWorkdir MapSandboxWorkdir(const std::optional<std::string>& requested,
   }
   if (rel.has_value()) {
     if (rel->empty()) return root;
-    const std::string host_path = (hd == "/" ? "" : hd) + "/" + *rel;
-    if (dir_exists && dir_exists(host_path)) {
-      return SandboxWorkdir{(cw == "/" ? "" : cw) + "/" + *rel, host_path, std::nullopt};
+    if (dir_beneath && dir_beneath(hd, *rel)) {
+      return SandboxWorkdir{(cw == "/" ? "" : cw) + "/" + *rel, (hd == "/" ? "" : hd) + "/" + *rel,
+                            std::nullopt};
     }
   }
-  root.warning = "Warning: workdir \"" + raw + "\" is unavailable; using \"" + hd + "\".";
+  // Container paths only: the host side of the mount is none of the sandbox's business.
+  root.warning = "Warning: workdir \"" + raw + "\" is unavailable; using \"" + cw + "\".";
   return root;
 }
 

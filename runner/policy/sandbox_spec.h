@@ -1,6 +1,11 @@
-// The sandbox half of a plan (reference §2.2-§2.5, SPEC §1 and §4): scope keys and slugs, the
-// per-scope scratch workspace, the container spec with its security validation, and the
-// mapping of a call's workdir into the container.
+// The sandbox half of a plan (reference §2.2-§2.5, SPEC §1, §4 and §10): scope keys, the
+// per-scope scratch workspace, the container spec with its security validation, whom the
+// sandbox runs as, and the mapping of a call's workdir into the container.
+//
+// Host paths (the workspace, bind sources) are checked twice: by their text, and as the objects
+// they resolve to with no symbolic link in any component (HostProbe), by identity against the
+// blocked host paths. The spec records each checked object's identity; the executor mounts only
+// that object (sandbox/executors/host_mounts.h).
 #pragma once
 
 #include <optional>
@@ -10,18 +15,20 @@
 #include "runner/config/settings.h"
 #include "runner/policy/exec_request.h"
 #include "runner/policy/gate_types.h"
+#include "runner/policy/host_checks.h"
+#include "sandbox/base/slug.h"
 #include "sandbox/executors/plan.h"
 
 namespace sandrun::policy {
 
 // shared -> "shared"; session -> the session key (trimmed, "" = "main"); agent ->
-// "agent:<agentId>" (trimmed, "" = "main").
+// "agent:<agentId>" (trimmed, "" = "main"). BuildSandboxSpec refuses ids that are not valid
+// (config/ids.h) before they get here, so nothing is ever trimmed into another caller's key.
 std::string SandboxScopeKey(config::SandboxScope scope, const Caller& caller);
 
-// OpenClaw's slugifySessionKey: lowercase, runs of [^a-z0-9._-] -> '-', '-' trimmed at both
-// ends, the first 32 chars (or "session" when nothing is left), then '-' and the first 8 hex
-// chars of sha256(trimmed key) ("" hashes as "session").
-std::string SlugifyScopeKey(std::string_view key);
+// The caller's agent id and session key checked against config/ids.h: nullopt when valid, else
+// the "invalid-request" refusal.
+std::optional<GateError> ValidateCallerIds(const Caller& caller);
 
 // Lexical POSIX normalization: collapses "//", "." and ".."; keeps a leading "/"; "" -> ".".
 // No file system access, so symlinks are not resolved.
@@ -30,19 +37,18 @@ std::string NormalizePosixPath(std::string_view path);
 // true when `path` equals `root` or lies under it (both normalized, absolute).
 bool PathIsWithin(std::string_view path, std::string_view root);
 
-// The host side of the workspace mount for workspaceAccess none: <root>/<slug>, or the root
-// itself for scope shared. `root` is sandbox.workspaceRoot or <state_dir>/sandboxes.
+// The host side of the workspace mount for workspaceAccess none: <root>/<ScopeDirName(key)>,
+// one directory per scope (shared included) that no other scope's key can name. `root` is
+// sandbox.workspaceRoot or <state_dir>/sandboxes.
 std::string ScratchWorkspaceDir(const std::string& root, config::SandboxScope scope,
                                 const std::string& scope_key);
 
-// Validates one sandbox.docker.binds entry ("SRC:DST[:MODE]") and returns it normalized
-// (`~` in SRC expanded against `home`). Refused (invalid-config): sources that are not absolute
-// paths, "/", sources inside (or containing) /etc /private/etc /proc /sys /dev /root /boot /run
-// /var/run /private/var/run or ~/.aws ~/.cargo ~/.config ~/.docker ~/.gnupg ~/.netrc ~/.npm
-// ~/.ssh, Docker sockets, targets that are not absolute or sit on /workspace, /agent or the
-// container workdir, unknown mode options.
-GateResult<std::string> ValidateBind(const std::string& bind, const std::string& home,
-                                     const std::string& container_workdir);
+// ValidateBind (one sandbox.docker.binds entry by its text) is in host_checks.h: sources that
+// are not absolute paths, "/", sources inside (or containing) /etc /private/etc /proc /sys /dev
+// /root /boot /run /var/run /private/var/run or ~/.aws ~/.cargo ~/.config ~/.docker ~/.gnupg
+// ~/.netrc ~/.npm ~/.ssh, Docker and other runtime sockets, targets that are not absolute or
+// sit on /workspace, /agent or the container workdir, unknown mode options, and the options the
+// hardened mounts cannot honour (propagation other than private/rprivate, z/Z relabeling).
 
 // Refuses network "host" / "container:*" and "unconfined" seccomp/AppArmor profiles.
 std::optional<GateError> ValidateDockerSecurity(const config::DockerSettings& docker);
@@ -50,23 +56,43 @@ std::optional<GateError> ValidateDockerSecurity(const config::DockerSettings& do
 // The built-in copy of profiles/containers/default.json's Tmpfs options.
 const std::map<std::string, std::string>& DefaultTmpfsOptions();
 
+// Whom the sandbox runs as: sandbox.docker.user if set, else owner_uid:owner_gid unless that is
+// root (or unknown), else 65534:65534.
+std::string SandboxUser(const config::DockerSettings& docker, int64_t owner_uid, int64_t owner_gid);
+
+// The real probes: InspectHostPath, realpath + InspectHostPath, OpenBeneath, geteuid/getegid.
+HostProbe DefaultHostProbe();
+
 // Builds the container spec from the settings and the caller's facts (ctx.settings must be
-// set). Fails closed (invalid-config) on unsafe settings or a missing seccomp profile.
+// set). Fails closed (invalid-config) on unsafe settings or a missing seccomp profile, and
+// (invalid-request) on an invalid agent id or session key. With workspaceAccess ro/rw the
+// workspace must resolve (no link in any component) to a directory that is not "/", not a
+// blocked host path (inside or containing one, by text and by identity), not the state dir,
+// inside it or containing it, except strictly below <state>/sandboxes/ or
+// <state>/tenants/<t>/workspaces/. Bind sources get the same checks (no state dir exception),
+// must not be sockets, devices or hard-linked files, and must not lie where the sandbox itself
+// can write (the rw workspace, the scratch root). The sandbox user (spec.user) is
+// sandbox.docker.user if set, else the workspace owner's uid:gid (the runner's for the scratch
+// dir) unless that is root, else 65534:65534.
 GateResult<exec::SandboxSpec> BuildSandboxSpec(const GateContext& ctx);
 
 // Where a sandboxed command runs (reference §2.5).
 struct SandboxWorkdir {
   std::string container_dir;           // the exec's WorkingDir
   std::string host_dir;                // the same directory on the host
-  std::optional<std::string> warning;  // `Warning: workdir "<x>" is unavailable; using "<h>".`
+  std::optional<std::string> warning;  // `Warning: workdir "<x>" is unavailable; using "<c>".`
 };
+// Whether `relative` is a directory below the mount's host dir `root` (HostProbe::dir_beneath).
+using DirBeneathFn = std::function<bool(const std::string& root, const std::string& relative)>;
 // Absent workdir: the container workdir. A relative one is taken relative to the container
 // workdir; an absolute one must be the container workdir or under it, or the mount's host dir
-// or under it. The host directory must exist (`dir_exists`) and stay inside the mount, else the
-// warning and the container workdir. The mount root itself is not probed (the executor creates
-// the scratch dir).
+// or under it. The directory must be reachable below the mount's host dir without following a
+// link (one the container planted could point anywhere on the host) and without crossing into
+// another mount (the container does not see those), else the warning, which names container
+// paths only, and the container workdir. The mount root itself is not probed (the executor
+// creates the scratch dir).
 SandboxWorkdir MapSandboxWorkdir(const std::optional<std::string>& requested,
                                  const std::string& container_workdir, const std::string& host_dir,
-                                 const DirExistsFn& dir_exists);
+                                 const DirBeneathFn& dir_beneath);
 
 }  // namespace sandrun::policy

@@ -143,6 +143,7 @@ GateResult<ApplyPatchTarget> GateApplyPatch(const ApplyPatchContext& ctx) {
                                         " (tools.exec.applyPatch.allowModels: " + list + ")."};
   }
 
+  if (auto bad = ValidateCallerIds(ctx.caller)) return *bad;
   ApplyPatchTarget t;
   t.sandboxed = IsSessionSandboxed(s.sandbox, ctx.caller);
   const std::string requested = ctx.workdir.has_value() ? Trim(*ctx.workdir) : "";
@@ -199,9 +200,12 @@ GateResult<ApplyPatchTarget> GateApplyPatch(const ApplyPatchContext& ctx) {
                          "the sandbox scratch workspace needs an absolute sandbox.workspaceRoot "
                          "or state dir."};
       }
-      t.root =
-          ScratchWorkspaceDir(base, s.sandbox.scope, SandboxScopeKey(s.sandbox.scope, ctx.caller));
+      t.scope_key = SandboxScopeKey(s.sandbox.scope, ctx.caller);
+      t.root = ScratchWorkspaceDir(base, s.sandbox.scope, t.scope_key);
       t.scratch = true;
+      const HostProbe probe = DefaultHostProbe();
+      t.sandbox_user = SandboxUser(s.sandbox.docker, probe.uid, probe.gid);
+      t.scratch_limit_bytes = s.sandbox.scratch_limit_bytes;
       break;
     }
   }

@@ -75,6 +75,10 @@ struct ApplyPatchTarget {
   bool sandboxed = false;      // the session runs in the sandbox: edits the mount's host side
   bool workspace_only = true;  // always true in the sandbox (never a path it cannot see)
   bool scratch = false;        // root is the per-scope scratch dir (created if missing)
+  // scratch: whose it is and how it is made (exec::EnsureScratch), as the sandbox makes it.
+  std::string scope_key;
+  std::string sandbox_user;
+  int64_t scratch_limit_bytes = 0;
 };
 
 struct ApplyPatchContext {

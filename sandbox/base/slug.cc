@@ -5,11 +5,18 @@
 #include "sandbox/base/sha256.h"
 
 namespace sandrun {
+namespace {
 
-std::string SlugifyScopeKey(std::string_view key) {
-  while (!key.empty() && std::isspace(static_cast<unsigned char>(key.front())))
+std::string_view TrimSpace(std::string_view key) {
+  while (!key.empty() && std::isspace(static_cast<unsigned char>(key.front()))) {
     key.remove_prefix(1);
+  }
   while (!key.empty() && std::isspace(static_cast<unsigned char>(key.back()))) key.remove_suffix(1);
+  return key;
+}
+
+// The readable part: the slug rule without the hash.
+std::string SlugBase(std::string_view key) {
   std::string slug;
   bool in_run = false;
   for (char ch : key) {
@@ -28,7 +35,19 @@ std::string SlugifyScopeKey(std::string_view key) {
       start == std::string::npos ? "" : slug.substr(start, slug.find_last_not_of('-') - start + 1);
   if (slug.size() > 32) slug.resize(32);
   if (slug.empty()) slug = "session";
-  return slug + "-" + Sha256Hex(key).substr(0, 8);
+  return slug;
 }
+
+}  // namespace
+
+std::string SlugifyScopeKey(std::string_view key) {
+  key = TrimSpace(key);
+  return SlugBase(key) + "-" +
+         Sha256Hex(key.empty() ? std::string_view("session") : key).substr(0, 8);
+}
+
+std::string ScopeKeyHash(std::string_view key) { return Sha256Hex(key); }
+
+std::string ScopeDirName(std::string_view key) { return SlugBase(key) + "-" + ScopeKeyHash(key); }
 
 }  // namespace sandrun

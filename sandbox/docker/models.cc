@@ -47,6 +47,36 @@ void WriteHostConfig(Writer& w, const HostConfig& h) {
   if (!h.security_opt.empty()) StringArray(w, "SecurityOpt", h.security_opt);
   if (!h.tmpfs.empty()) StringMap(w, "Tmpfs", h.tmpfs);
   if (!h.binds.empty()) StringArray(w, "Binds", h.binds);
+  if (!h.mounts.empty()) {
+    Key(w, "Mounts");
+    w.StartArray();
+    for (const BindMount& m : h.mounts) {
+      w.StartObject();
+      Key(w, "Type");
+      Str(w, "bind");
+      Key(w, "Source");
+      Str(w, m.source);
+      Key(w, "Target");
+      Str(w, m.target);
+      Key(w, "ReadOnly");
+      w.Bool(m.read_only);
+      if (!m.propagation.empty() || m.non_recursive) {
+        Key(w, "BindOptions");
+        w.StartObject();
+        if (!m.propagation.empty()) {
+          Key(w, "Propagation");
+          Str(w, m.propagation);
+        }
+        if (m.non_recursive) {
+          Key(w, "NonRecursive");
+          w.Bool(true);
+        }
+        w.EndObject();
+      }
+      w.EndObject();
+    }
+    w.EndArray();
+  }
   if (h.pids_limit) {
     Key(w, "PidsLimit");
     w.Int64(*h.pids_limit);
@@ -109,6 +139,20 @@ HostConfig ParseHostConfig(const rapidjson::Value& v) {
   h.security_opt = JsonStringArray(v, "SecurityOpt");
   h.tmpfs = JsonStringMap(v, "Tmpfs");
   h.binds = JsonStringArray(v, "Binds");
+  if (const auto* mounts = JsonMember(v, "Mounts"); mounts && mounts->IsArray()) {
+    for (const auto& m : mounts->GetArray()) {
+      if (JsonString(m, "Type") != "bind") continue;
+      BindMount b;
+      b.source = JsonString(m, "Source");
+      b.target = JsonString(m, "Target");
+      b.read_only = JsonBool(m, "ReadOnly");
+      if (const auto* o = JsonMember(m, "BindOptions"); o && o->IsObject()) {
+        b.propagation = JsonString(*o, "Propagation");
+        b.non_recursive = JsonBool(*o, "NonRecursive");
+      }
+      h.mounts.push_back(std::move(b));
+    }
+  }
   if (const auto* m = JsonMember(v, "PidsLimit"); m && m->IsInt64()) h.pids_limit = m->GetInt64();
   if (const auto* m = JsonMember(v, "Memory"); m && m->IsInt64()) h.memory = m->GetInt64();
   if (const auto* m = JsonMember(v, "MemorySwap"); m && m->IsInt64()) h.memory_swap = m->GetInt64();

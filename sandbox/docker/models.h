@@ -40,6 +40,16 @@ struct ImageInfo {
   int64_t created = 0;  // unix seconds (list) or 0 (inspect gives a string)
 };
 
+// One HostConfig.Mounts entry of type "bind" (Docker refuses a missing source instead of
+// creating it, as HostConfig.Binds would).
+struct BindMount {
+  std::string source;  // host path
+  std::string target;  // container path
+  bool read_only = false;
+  std::string propagation;     // "" (engine default) | "private" | "rprivate"
+  bool non_recursive = false;  // BindOptions.NonRecursive: mounts below the source stay out
+};
+
 // The HostConfig fields sandrun sets. Unset optionals are left out of the request.
 struct HostConfig {
   std::string network_mode;  // "none" for sandboxes
@@ -49,6 +59,7 @@ struct HostConfig {
   std::vector<std::string> security_opt;     // "no-new-privileges:true", "seccomp=<inline JSON>"
   std::map<std::string, std::string> tmpfs;  // path -> mount options
   std::vector<std::string> binds;            // "host:container:ro"
+  std::vector<BindMount> mounts;             // HostConfig.Mounts (type bind)
   std::optional<int64_t> pids_limit;
   std::optional<int64_t> memory;       // bytes
   std::optional<int64_t> memory_swap;  // bytes

@@ -4,6 +4,7 @@
 #include <condition_variable>
 #include <csignal>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <utility>
 
@@ -11,6 +12,7 @@
 #include "sandbox/base/slug.h"
 #include "sandbox/docker/models.h"
 #include "sandbox/os/file.h"
+#include "sandbox/os/host_path.h"
 
 namespace sandrun::exec {
 namespace {
@@ -43,7 +45,37 @@ std::string ContainerName(const SandboxSpec& spec) {
   return name;
 }
 
-docker::ContainerSpec BuildContainerSpec(const SandboxSpec& spec, int64_t created_at_ms) {
+std::string CollisionFreeContainerName(const SandboxSpec& spec) {
+  std::string name =
+      spec.container_prefix + spec.instance_id.substr(0, 8) + "-" + ScopeKeyHash(spec.scope_key);
+  if (name.size() > kMaxNameLength) name.resize(kMaxNameLength);
+  return name;
+}
+
+namespace {
+
+// The spec's own host paths as mounts: what the reach and config hashes describe.
+std::vector<docker::BindMount> CanonicalMounts(const SandboxSpec& spec) {
+  std::vector<docker::BindMount> out;
+  if (!spec.workspace_host_dir.empty()) {
+    out.push_back(docker::BindMount{spec.workspace_host_dir, spec.workdir, spec.workspace_read_only,
+                                    "rprivate", true});
+  }
+  for (const HostMountSpec& b : spec.binds) {
+    out.push_back(docker::BindMount{b.source, b.target, b.read_only,
+                                    b.propagation.empty() ? "rprivate" : b.propagation, true});
+  }
+  return out;
+}
+
+std::string Identity(const PathIdentity& id) {
+  return std::to_string(id.dev) + ":" + std::to_string(id.ino);
+}
+
+}  // namespace
+
+docker::ContainerSpec BuildContainerSpec(const SandboxSpec& spec, int64_t created_at_ms,
+                                         std::vector<docker::BindMount> mounts) {
   docker::ContainerSpec c;
   c.image = spec.image;
   c.cmd = {"sleep", "infinity"};
@@ -51,6 +83,7 @@ docker::ContainerSpec BuildContainerSpec(const SandboxSpec& spec, int64_t create
   c.labels = {{kSandboxLabel, "1"},
               {kInstanceLabel, spec.instance_id},
               {kScopeLabel, spec.scope_key},
+              {kScopeHashLabel, ScopeKeyHash(spec.scope_key)},
               {kStateDirLabel, spec.state_dir}};
   if (created_at_ms > 0) c.labels[kCreatedAtLabel] = std::to_string(created_at_ms);
   c.working_dir = spec.workdir;
@@ -64,11 +97,7 @@ docker::ContainerSpec BuildContainerSpec(const SandboxSpec& spec, int64_t create
     auto it = spec.tmpfs_options.find(mount);
     h.tmpfs[mount] = it != spec.tmpfs_options.end() ? it->second : "rw,nosuid,nodev";
   }
-  if (!spec.workspace_host_dir.empty()) {
-    h.binds.push_back(spec.workspace_host_dir + ":" + spec.workdir +
-                      (spec.workspace_read_only ? ":ro" : ""));
-  }
-  h.binds.insert(h.binds.end(), spec.binds.begin(), spec.binds.end());
+  h.mounts = mounts.empty() ? CanonicalMounts(spec) : std::move(mounts);
   if (spec.pids_limit > 0) h.pids_limit = spec.pids_limit;
   if (spec.memory_bytes > 0) {
     h.memory = spec.memory_bytes;
@@ -79,58 +108,92 @@ docker::ContainerSpec BuildContainerSpec(const SandboxSpec& spec, int64_t create
   return c;
 }
 
+std::string ReachHash(const SandboxSpec& spec) {
+  std::string text = "sandrun-reach-v1\nimage=" + spec.image + "\nnetwork=" + spec.network +
+                     "\nuser=" + spec.user + "\nreadonlyRoot=" + (spec.read_only_root ? "1" : "0") +
+                     "\nworkdir=" + spec.workdir + "\nworkspace=" + spec.workspace_host_dir +
+                     "\nworkspaceId=" + Identity(spec.workspace_id) +
+                     "\nworkspaceReadOnly=" + (spec.workspace_read_only ? "1" : "0") +
+                     "\nscratch=" + (spec.scratch ? "1" : "0");
+  for (const std::string& cap : spec.cap_drop) text += "\ncapDrop=" + cap;
+  for (const std::string& opt : spec.security_opt) text += "\nsecurityOpt=" + opt;
+  for (const auto& [mount, options] : spec.tmpfs_options)
+    text += "\ntmpfs=" + mount + ":" + options;
+  for (const HostMountSpec& b : spec.binds) {
+    text += "\nbind=" + b.source + "|" + Identity(b.id) + "|" + b.target + "|" +
+            (b.read_only ? "ro" : "rw") + "|" + b.propagation;
+  }
+  return Sha256Hex(text);
+}
+
 std::string ConfigHash(const SandboxSpec& spec) {
   // The create request without the creation time, plus the one-time setup command.
   std::string canonical = docker::BuildContainerCreateBody(BuildContainerSpec(spec, 0));
-  return Sha256Hex("sandrun-sandbox-v1\n" + canonical + "\n" + spec.setup_command).substr(0, 32);
+  return Sha256Hex("sandrun-sandbox-v2\n" + canonical + "\n" + spec.setup_command).substr(0, 32);
 }
 
 DockerExecutor::DockerExecutor(std::shared_ptr<docker::Client> client)
-    : client_(std::move(client)) {}
+    : client_(std::move(client)),
+      mount_support_(
+          DetectMountSupport(client_->endpoint().kind == docker::Endpoint::Kind::kUnix)) {}
 
 Result<EnsuredContainer> DockerExecutor::CreateAndStart(const SandboxSpec& spec,
                                                         const std::string& name) {
-  if (!spec.workspace_host_dir.empty()) {
-    if (auto made = EnsureDirectory(spec.workspace_host_dir, 0700); !made) {
-      return SandboxUnavailable(std::move(made).error(), "workspace directory");
-    }
-  }
   int64_t now = NowMs();
-  docker::ContainerSpec create = BuildContainerSpec(spec, now);
-  std::string hash = ConfigHash(spec);
-  create.labels[kConfigHashLabel] = hash;
-  auto id = client_->CreateContainer(name, create);
-  if (!id) {
-    Error e = std::move(id).error();
-    if (e.code == ErrorCode::kNotFound && e.message.find("image") != std::string::npos) {
-      std::string tag = spec.image.substr(spec.image.find(':') + 1);
-      return Error(ErrorCode::kNotFound,
-                   "sandbox unavailable: image " + spec.image +
-                       " not found, nothing was run. Build it first: sandrun image build " + tag);
-    }
-    if (e.code == ErrorCode::kConflict) {
-      // Another sandrun process created it a moment ago: wait for theirs to be running.
-      for (int i = 0; i < 100; ++i) {
-        auto info = client_->InspectContainer(name);
-        if (info && info->state.running) return EnsuredContainer{name, info->id, false};
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const std::string hash = ConfigHash(spec);
+  const std::string reach = ReachHash(spec);
+  std::string id;
+  {
+    // Every (re)creation checks the host-backed mounts again: each source must still be the
+    // object the gate checked. The staging mounts go when `staged` does, after the start (the
+    // container holds its own copies by then).
+    auto staged = StagedMounts::Prepare(spec, mount_support_);
+    if (!staged) return SandboxUnavailable(std::move(staged).error(), "preparing the mounts");
+    docker::ContainerSpec create = BuildContainerSpec(spec, now, staged->mounts());
+    create.labels[kConfigHashLabel] = hash;
+    create.labels[kReachHashLabel] = reach;
+    auto created = client_->CreateContainer(name, create);
+    if (!created) {
+      Error e = std::move(created).error();
+      if (e.code == ErrorCode::kNotFound && e.message.find("image") != std::string::npos) {
+        std::string tag = spec.image.substr(spec.image.find(':') + 1);
+        return Error(ErrorCode::kNotFound,
+                     "sandbox unavailable: image " + spec.image +
+                         " not found, nothing was run. Build it first: sandrun image build " + tag);
       }
+      if (e.code == ErrorCode::kConflict) {
+        // Another sandrun process created it a moment ago: wait for theirs to be running, and
+        // use it only if it is this scope's with this reach.
+        for (int i = 0; i < 100; ++i) {
+          auto info = client_->InspectContainer(name);
+          if (info && info->state.running) {
+            if (info->labels[kInstanceLabel] == spec.instance_id &&
+                info->labels[kScopeLabel] == spec.scope_key &&
+                info->labels[kReachHashLabel] == reach) {
+              return EnsuredContainer{name, info->id, false};
+            }
+            break;
+          }
+          std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        }
+      }
+      return SandboxUnavailable(std::move(e), "creating container " + name);
     }
-    return SandboxUnavailable(std::move(e), "creating container " + name);
-  }
-  if (auto started = client_->StartContainer(*id); !started) {
-    (void)client_->RemoveContainer(*id, true);
-    return SandboxUnavailable(std::move(started).error(), "starting container " + name);
+    id = *created;
+    if (auto started = client_->StartContainer(id); !started) {
+      (void)client_->RemoveContainer(id, true);
+      return SandboxUnavailable(std::move(started).error(), "starting container " + name);
+    }
   }
   if (!spec.setup_command.empty()) {
     docker::ExecSpec setup;
     setup.cmd = {"/bin/sh", "-lc", spec.setup_command};
     std::string output;
-    auto code = client_->RunExec(*id, setup, [&](docker::StreamKind, std::string_view b) {
+    auto code = client_->RunExec(id, setup, [&](docker::StreamKind, std::string_view b) {
       if (output.size() < 4096) output.append(b);
     });
     if (!code || *code != 0) {
-      (void)client_->RemoveContainer(*id, true);
+      (void)client_->RemoveContainer(id, true);
       std::string why =
           code ? "exit code " + std::to_string(*code) + ": " + output : code.error().ToString();
       return Error(ErrorCode::kInternal,
@@ -139,14 +202,28 @@ Result<EnsuredContainer> DockerExecutor::CreateAndStart(const SandboxSpec& spec,
   }
   SandboxRegistry registry(spec.state_dir);
   (void)registry.Update([&](RegistryState& state) {
-    state.containers[name] = RegistryEntry{spec.scope_key, spec.image, hash, now, now};
+    state.containers[name] = RegistryEntry{
+        spec.scope_key, ScopeKeyHash(spec.scope_key), spec.image, hash, reach, now, now};
   });
-  return EnsuredContainer{name, *id, true};
+  return EnsuredContainer{name, id, true};
 }
 
 Result<EnsuredContainer> DockerExecutor::EnsureContainer(const SandboxSpec& spec,
                                                          std::vector<std::string>* warnings) {
-  std::string name = ContainerName(spec);
+  for (const std::string& name : {ContainerName(spec), CollisionFreeContainerName(spec)}) {
+    bool taken = false;
+    auto ensured = EnsureNamed(spec, name, warnings, &taken);
+    if (!taken) return ensured;
+  }
+  return Error(ErrorCode::kConflict, "sandbox unavailable: the container names of scope " +
+                                         spec.scope_key +
+                                         " belong to other scopes, nothing was run");
+}
+
+Result<EnsuredContainer> DockerExecutor::EnsureNamed(const SandboxSpec& spec,
+                                                     const std::string& name,
+                                                     std::vector<std::string>* warnings,
+                                                     bool* taken) {
   // Concurrent calls for one scope (a server with parallel execs) must not race to create,
   // recreate or start the same container: one at a time per name in this process.
   std::shared_ptr<std::mutex> name_mu;
@@ -164,7 +241,37 @@ Result<EnsuredContainer> DockerExecutor::EnsureContainer(const SandboxSpec& spec
     }
     return CreateAndStart(spec, name);
   }
+  // The slug is readable, not unique: the container is this scope's only if its labels say so
+  // in full (a container of an older sandrun has no scope hash; its reach decides below).
+  auto scope_hash = info->labels.find(kScopeHashLabel);
+  if (info->labels[kInstanceLabel] != spec.instance_id ||
+      info->labels[kScopeLabel] != spec.scope_key ||
+      (scope_hash != info->labels.end() && scope_hash->second != ScopeKeyHash(spec.scope_key))) {
+    *taken = true;
+    return Error(ErrorCode::kConflict, name + " belongs to another scope");
+  }
   SandboxRegistry registry(spec.state_dir);
+  if (info->labels[kReachHashLabel] != ReachHash(spec)) {
+    if (auto removed = client_->RemoveContainer(info->id, true); !removed) {
+      return SandboxUnavailable(std::move(removed).error(), "removing outdated container " + name);
+    }
+    warnings->push_back("Sandbox container " + name +
+                        " could reach other mounts, another user, network or image than this "
+                        "call asks for; replaced it with a new one (commands still running in "
+                        "the old one were ended).");
+    return CreateAndStart(spec, name);
+  }
+  if (!info->state.running) {
+    if (auto removed = client_->RemoveContainer(info->id, true); !removed) {
+      return SandboxUnavailable(std::move(removed).error(), "removing stopped container " + name);
+    }
+    warnings->push_back(
+        "Sandbox container " + name + " had stopped (" +
+        (info->state.status.empty() ? std::string("not running") : info->state.status) +
+        ", exit code " + std::to_string(info->state.exit_code) +
+        "); created it again after checking its mounts again.");
+    return CreateAndStart(spec, name);
+  }
   std::string hash = ConfigHash(spec);
   auto label = info->labels.find(kConfigHashLabel);
   if (label == info->labels.end() || label->second != hash) {
@@ -173,7 +280,8 @@ Result<EnsuredContainer> DockerExecutor::EnsureContainer(const SandboxSpec& spec
       auto it = state->containers.find(name);
       if (it != state->containers.end()) last_used = it->second.last_used_at_ms;
     }
-    if (info->state.running && NowMs() - last_used < kHotWindowMs) {
+    // Only settings outside the reach (limits, env, setup) changed: a hot container is kept.
+    if (NowMs() - last_used < kHotWindowMs) {
       warnings->push_back("Sandbox config changed for " + name +
                           " (recently used). Recreate to apply: sandrun sandbox recreate --scope " +
                           spec.scope_key);
@@ -182,14 +290,6 @@ Result<EnsuredContainer> DockerExecutor::EnsureContainer(const SandboxSpec& spec
         return SandboxUnavailable(std::move(removed).error(),
                                   "removing outdated container " + name);
       }
-      return CreateAndStart(spec, name);
-    }
-  }
-  if (!info->state.running) {
-    if (auto started = client_->StartContainer(info->id); !started) {
-      warnings->push_back("Sandbox container " + name + " would not start (" +
-                          started.error().ToString() + "); recreated it.");
-      (void)client_->RemoveContainer(info->id, true);
       return CreateAndStart(spec, name);
     }
   }
@@ -206,8 +306,10 @@ Result<EnsuredContainer> DockerExecutor::EnsureContainer(const SandboxSpec& spec
     auto& entry = state.containers[name];
     if (entry.created_at_ms == 0) entry.created_at_ms = ParseInt(info->labels[kCreatedAtLabel]);
     entry.scope_key = spec.scope_key;
+    entry.scope_hash = ScopeKeyHash(spec.scope_key);
     entry.image = spec.image;
     entry.config_hash = label == info->labels.end() ? "" : label->second;
+    entry.reach_hash = info->labels[kReachHashLabel];
     entry.last_used_at_ms = now;
   });
   return EnsuredContainer{name, info->id, false};
@@ -499,7 +601,27 @@ Result<std::vector<std::string>> DockerExecutor::Prune(const std::string& instan
     for (const auto& name : removed) s.containers.erase(name);
     s.last_prune_at_ms = now;
   });
+  (void)ReleaseIdleScratch(instance_id, state_dir);
   return removed;
+}
+
+Status DockerExecutor::ReleaseIdleScratch(const std::string& instance_id,
+                                          const std::string& state_dir) {
+  SANDRUN_ASSIGN_OR_RETURN(
+      auto containers, client_->ListContainers({std::string(kInstanceLabel) + "=" + instance_id},
+                                               /*all=*/true));
+  std::set<std::string> live;
+  for (const auto& c : containers) {
+    if (auto it = c.labels.find(kScopeLabel); it != c.labels.end()) live.insert(it->second);
+  }
+  SandboxRegistry registry(state_dir);
+  SANDRUN_ASSIGN_OR_RETURN(RegistryState state, registry.Load());
+  Status result = Ok();
+  for (const auto& [dir, scope_key] : state.scratch_mounts) {
+    if (live.count(scope_key) > 0) continue;
+    if (auto released = ReleaseScratch(state_dir, scope_key, dir); !released) result = released;
+  }
+  return result;
 }
 
 void DockerExecutor::MaybePrune(const SandboxSpec& spec) {

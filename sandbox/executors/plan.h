@@ -8,9 +8,22 @@
 #include <utility>
 #include <vector>
 
+#include "sandbox/os/host_path.h"
+
 namespace sandrun::exec {
 
 enum class Target { kSandbox, kGateway };
+
+// A host path mounted into the sandbox (the workspace or a sandbox.docker.binds entry) as the
+// gate checked it. The executor mounts only the object with this identity, reached without
+// following any link; if the path names anything else by then, nothing is created.
+struct HostMountSpec {
+  std::string source;  // host path, no symbolic link in any component
+  std::string target;  // container path
+  bool read_only = false;
+  PathIdentity id;          // (st_dev, st_ino) when the gate checked it
+  std::string propagation;  // "" | "private" | "rprivate"
+};
 
 // Everything the Docker executor needs to find or create the scope's container.
 struct SandboxSpec {
@@ -21,6 +34,11 @@ struct SandboxSpec {
   std::string workdir = "/workspace";  // container side of the workspace mount
   std::string workspace_host_dir;      // host side (scratch dir or real workspace)
   bool workspace_read_only = false;
+  PathIdentity workspace_id;  // the real workspace as the gate checked it (unknown: scratch)
+  // workspaceAccess none: workspace_host_dir is the scope's scratch dir, created by the executor
+  // (never through a link), bounded by scratch_limit_bytes (0: unbounded) where it can be.
+  bool scratch = false;
+  int64_t scratch_limit_bytes = 0;
   bool read_only_root = true;
   std::vector<std::string> tmpfs;                    // mount points
   std::map<std::string, std::string> tmpfs_options;  // mount point -> options (from the preset)
@@ -28,6 +46,7 @@ struct SandboxSpec {
   std::vector<std::string> cap_drop;
   std::vector<std::string> security_opt;             // incl. "seccomp=<inline JSON>"
   std::map<std::string, std::string> container_env;  // the container's own env
+  // "uid:gid" (or sandbox.docker.user as configured): whom the sandbox's commands run as.
   std::string user;
   std::string setup_command;
   int64_t pids_limit = 0;
@@ -35,7 +54,7 @@ struct SandboxSpec {
   int64_t memory_swap_bytes = 0;
   int64_t nano_cpus = 0;
   bool init = true;
-  std::vector<std::string> binds;  // extra validated binds
+  std::vector<HostMountSpec> binds;  // sandbox.docker.binds, checked by the gate
   double prune_idle_hours = 24;
   double prune_max_age_days = 7;
   std::string state_dir;  // for sandbox/containers.json

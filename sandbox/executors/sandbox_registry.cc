@@ -15,13 +15,20 @@ namespace {
 RegistryState Parse(const rapidjson::Document& doc) {
   RegistryState state;
   state.last_prune_at_ms = JsonInt(doc, "lastPruneAtMs");
+  if (const auto* mounts = JsonMember(doc, "scratchMounts"); mounts && mounts->IsObject()) {
+    for (const auto& m : mounts->GetObject()) {
+      if (m.value.IsString()) state.scratch_mounts[m.name.GetString()] = m.value.GetString();
+    }
+  }
   const auto* containers = JsonMember(doc, "containers");
   if (containers == nullptr || !containers->IsObject()) return state;
   for (const auto& m : containers->GetObject()) {
     RegistryEntry e;
     e.scope_key = JsonString(m.value, "scopeKey");
+    e.scope_hash = JsonString(m.value, "scopeHash");
     e.image = JsonString(m.value, "image");
     e.config_hash = JsonString(m.value, "configHash");
+    e.reach_hash = JsonString(m.value, "reachHash");
     e.created_at_ms = JsonInt(m.value, "createdAtMs");
     e.last_used_at_ms = JsonInt(m.value, "lastUsedAtMs");
     state.containers.emplace(m.name.GetString(), std::move(e));
@@ -44,15 +51,26 @@ std::string Serialize(const RegistryState& state) {
     w.StartObject();
     w.Key("scopeKey");
     w.String(e.scope_key.c_str());
+    w.Key("scopeHash");
+    w.String(e.scope_hash.c_str());
     w.Key("image");
     w.String(e.image.c_str());
     w.Key("configHash");
     w.String(e.config_hash.c_str());
+    w.Key("reachHash");
+    w.String(e.reach_hash.c_str());
     w.Key("createdAtMs");
     w.Int64(e.created_at_ms);
     w.Key("lastUsedAtMs");
     w.Int64(e.last_used_at_ms);
     w.EndObject();
+  }
+  w.EndObject();
+  w.Key("scratchMounts");
+  w.StartObject();
+  for (const auto& [dir, key] : state.scratch_mounts) {
+    w.Key(dir.c_str());
+    w.String(key.c_str());
   }
   w.EndObject();
   w.EndObject();

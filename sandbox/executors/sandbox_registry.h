@@ -1,6 +1,8 @@
 // $SANDRUN_HOME/sandbox/containers.json: when each sandbox container was created and last used,
-// so idle ones can be pruned and a hot one is not recreated under a running agent. Updates are
-// atomic and serialised with an advisory lock; a corrupt file is set aside, never trusted.
+// so idle ones can be pruned and a hot one is not recreated under a running agent, whose scope
+// (in full and by its full hash) and reach each container has, and which scratch images are
+// mounted on the host. Updates are atomic and serialised with an advisory lock; a corrupt file is
+// set aside, never trusted.
 #pragma once
 
 #include <cstdint>
@@ -14,14 +16,18 @@ namespace sandrun::exec {
 
 struct RegistryEntry {
   std::string scope_key;
+  std::string scope_hash;  // ScopeKeyHash(scope_key): the identity, compared in full
   std::string image;
   std::string config_hash;
+  std::string reach_hash;  // ReachHash of the spec it was created for
   int64_t created_at_ms = 0;
   int64_t last_used_at_ms = 0;
 };
 
 struct RegistryState {
   std::map<std::string, RegistryEntry> containers;  // by container name
+  // Scratch images mounted on the host: scratch dir -> scope key (released on prune/recreate).
+  std::map<std::string, std::string> scratch_mounts;
   int64_t last_prune_at_ms = 0;
 };
 

@@ -164,6 +164,10 @@ TEST_F(SandboxExec, WorkdirMapsIntoTheMountedWorkspace) {
   MinimalSandboxConfig(R"("workspaceAccess": "rw")");
   std::filesystem::create_directories(workspace_ + "/sub/dir");
   std::ofstream(workspace_ + "/sub/dir/file.txt") << "from the host\n";
+  // The sandbox runs as the workspace's owner (never root by default).
+  for (const char* p : {"", "/sub", "/sub/dir", "/sub/dir/file.txt"}) {
+    ASSERT_EQ(::chown((workspace_ + p).c_str(), 1000, 1000), 0) << p;
+  }
   auto r = Exec({"--workdir", "/workspace/sub/dir"}, "pwd; cat file.txt; echo made > new.txt");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "/workspace/sub/dir\nfrom the host\n");

@@ -18,6 +18,7 @@
 
 #include "sandbox/base/json.h"
 #include "tests/support/docker_env.h"
+#include "tests/support/mounts.h"
 #include "tests/support/process.h"
 
 namespace sandrun::testing {
@@ -73,9 +74,13 @@ class SandrunHome : public ::testing::Test {
         for (const auto& c : *list) (void)client->RemoveContainer(c.id, true);
       }
     }
-    std::filesystem::remove_all(home_);
-    std::filesystem::remove_all(workspace_);
-    std::filesystem::remove_all(marks_);
+    // Scratch images stay mounted on the host while a scope has a container: detach them.
+    DetachMountsBelow(home_);
+    std::error_code ec;
+    std::filesystem::remove_all(home_, ec);
+    EXPECT_FALSE(ec) << "removing " << home_ << ": " << ec.message();
+    std::filesystem::remove_all(workspace_, ec);
+    std::filesystem::remove_all(marks_, ec);
   }
 
   // Writes config.json (a JSON text).

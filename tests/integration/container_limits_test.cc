@@ -24,6 +24,7 @@
 #include "sandbox/harden/profile_file.h"
 #include "sandbox/harden/seccomp_profile.h"
 #include "tests/support/docker_env.h"
+#include "tests/support/mounts.h"
 
 namespace sandrun::testing {
 namespace {
@@ -79,7 +80,10 @@ class ContainerLimitsTest : public ::testing::Test {
       }
     }
     std::error_code ec;
-    if (!state_dir_.empty()) std::filesystem::remove_all(state_dir_, ec);
+    if (!state_dir_.empty()) {
+      DetachMountsBelow(state_dir_);
+      std::filesystem::remove_all(state_dir_, ec);
+    }
   }
 
   // Containers of an earlier run of this suite that was killed before its TearDown.
@@ -167,9 +171,10 @@ TEST_F(ContainerLimitsTest, NoCapabilitiesNoNewPrivsFilteredReadOnlyRootOnlyLoop
 }
 
 TEST_F(ContainerLimitsTest, TheSeccompProfileDeniesKernelLevelCallsInside) {
-  // The static helper, copied into the scope's workspace (mounted at /workspace).
+  // The static helper, copied into the scope's workspace (mounted at /workspace) once the first
+  // call has made it (the mount of the scope's scratch image).
   exec::SandboxSpec spec = Spec();
-  std::filesystem::create_directories(spec.workspace_host_dir);
+  ASSERT_EQ(RunOk("true").exit_code, 0);
   std::filesystem::copy_file(TRY_SYSCALL_BINARY, spec.workspace_host_dir + "/try_syscall");
   ExecOutcome o = RunOk(
       "for c in mount unshare bpf keyctl kexec_load init_module files fork; do "

@@ -8,6 +8,7 @@
 
 #include "runner/policy/gate.h"
 #include "runner/policy/sandbox_spec.h"
+#include "sandbox/base/sha256.h"
 
 namespace sandrun::policy {
 namespace {
@@ -19,8 +20,7 @@ constexpr char kSeccomp[] = R"({"defaultAction":"SCMP_ACT_ERRNO"})";
 
 struct Fixture {
   config::AgentSettings settings;
-  std::set<std::string> dirs = {"/ws", "/ws/src", "/state/sandboxes/agent-main-f331f052/sub",
-                                "/home/u", "/cwd"};
+  std::set<std::string> dirs = {"/ws", "/ws/src", "/home/u", "/cwd"};
   std::set<std::string> executables;
 
   GateContext Ctx() {
@@ -43,6 +43,21 @@ struct Fixture {
     ctx.seccomp_profile_json = kSeccomp;
     ctx.dir_exists = [this](const std::string& p) { return dirs.count(p) > 0; };
     ctx.is_executable = [this](const std::string& p) { return executables.count(p) > 0; };
+    // The sandbox's host paths: /ws is a directory of uid 1000; below a mount only these.
+    ctx.host_probe.inspect = [](const std::string& p) -> Result<HostPathInfo> {
+      if (p != "/ws") return Error(ErrorCode::kNotFound, "no " + p);
+      HostPathInfo info;
+      info.path = p;
+      info.id = PathIdentity{1, 2};
+      info.mode = 040755;
+      info.uid = info.gid = 1000;
+      return info;
+    };
+    ctx.host_probe.inspect_real = ctx.host_probe.inspect;
+    ctx.host_probe.dir_beneath = [](const std::string& root, const std::string& rel) {
+      return (root == "/ws" && rel == "src") || rel == "sub";
+    };
+    ctx.host_probe.uid = ctx.host_probe.gid = 0;
     return ctx;
   }
 };
@@ -77,7 +92,7 @@ TEST(SandboxPlan, Defaults) {
   EXPECT_FALSE(g.background);
   EXPECT_EQ(p.sandbox.scope_key, "agent:main");
   EXPECT_EQ(p.sandbox.instance_id, "0123456789abcdef");
-  EXPECT_EQ(p.sandbox.workspace_host_dir, "/state/sandboxes/agent-main-f331f052");
+  EXPECT_EQ(p.sandbox.workspace_host_dir, "/state/sandboxes/agent-main-" + Sha256Hex("agent:main"));
   EXPECT_FALSE(p.sandbox.workspace_read_only);
   EXPECT_EQ(g.decision.effective_host, Host::kSandbox);
 }
@@ -143,7 +158,7 @@ TEST_P(SandboxWorkdirPlanTest, Maps) {
   }
 }
 
-const std::string kScratch = "/state/sandboxes/agent-main-f331f052";
+const std::string kScratch = "/state/sandboxes/agent-main-" + Sha256Hex("agent:main");
 
 INSTANTIATE_TEST_SUITE_P(
     Rows, SandboxWorkdirPlanTest,
@@ -154,16 +169,14 @@ INSTANTIATE_TEST_SUITE_P(
         WorkdirRow{"sub", "/workspace/sub", "/workspace/sub", ""},
         WorkdirRow{"relative", "sub", "/workspace/sub", ""},
         WorkdirRow{"host_path_of_mount", kScratch + "/sub", "/workspace/sub", ""},
-        WorkdirRow{
-            "missing", "/workspace/nope", "/workspace",
-            "Warning: workdir \"/workspace/nope\" is unavailable; using \"" + kScratch + "\"."},
-        WorkdirRow{
-            "escape", "/workspace/../etc", "/workspace",
-            "Warning: workdir \"/workspace/../etc\" is unavailable; using \"" + kScratch + "\"."},
+        WorkdirRow{"missing", "/workspace/nope", "/workspace",
+                   "Warning: workdir \"/workspace/nope\" is unavailable; using \"/workspace\"."},
+        WorkdirRow{"escape", "/workspace/../etc", "/workspace",
+                   "Warning: workdir \"/workspace/../etc\" is unavailable; using \"/workspace\"."},
         WorkdirRow{"outside", "/etc", "/workspace",
-                   "Warning: workdir \"/etc\" is unavailable; using \"" + kScratch + "\"."},
+                   "Warning: workdir \"/etc\" is unavailable; using \"/workspace\"."},
         WorkdirRow{"real_workspace_not_mounted", "/ws/src", "/workspace",
-                   "Warning: workdir \"/ws/src\" is unavailable; using \"" + kScratch + "\"."}),
+                   "Warning: workdir \"/ws/src\" is unavailable; using \"/workspace\"."}),
     [](const ::testing::TestParamInfo<WorkdirRow>& row_info) { return row_info.param.name; });
 
 TEST(SandboxPlan, WorkspaceAccessRwMapsTheRealWorkspace) {

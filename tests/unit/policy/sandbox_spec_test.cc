@@ -3,7 +3,9 @@
 #include "runner/policy/sandbox_spec.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
+#include <map>
 #include <set>
 #include <string>
 
@@ -14,6 +16,99 @@ namespace {
 
 using config::SandboxScope;
 using config::WorkspaceAccess;
+
+// A host file system for the probes: paths with their identities, owners and types; links are
+// refused by `inspect` and resolved by `inspect_real`.
+struct FakeHost {
+  struct Node {
+    uint64_t ino;
+    uint32_t mode = S_IFDIR | 0755;
+    uint32_t uid = 0, gid = 0;
+    uint64_t nlink = 1;
+  };
+  std::map<std::string, Node> nodes;
+  std::map<std::string, std::string> links;  // path -> target (absolute)
+  std::set<std::string> dirs_beneath;        // "root|relative" pairs that dir_beneath accepts
+  uint64_t next = 100;
+
+  FakeHost() {
+    for (const char* p : {"/",
+                          "/etc",
+                          "/etc/ssl",
+                          "/proc",
+                          "/sys",
+                          "/dev",
+                          "/root",
+                          "/boot",
+                          "/run",
+                          "/var",
+                          "/srv",
+                          "/srv/data",
+                          "/home",
+                          "/home/u",
+                          "/home/u/.ssh",
+                          "/ws",
+                          "/state",
+                          "/state/sandboxes",
+                          "/state/sandboxes/x",
+                          "/state/tenants",
+                          "/state/tenants/t1",
+                          "/state/tenants/t1/workspaces",
+                          "/state/tenants/t1/workspaces/w",
+                          "/state/sandbox"}) {
+      Add(p);
+    }
+    links["/var/run"] = "/run";
+  }
+  Node& Add(const std::string& path, uint32_t mode = S_IFDIR | 0755) {
+    Node& n = nodes[path];
+    n.ino = next++;
+    n.mode = mode;
+    return n;
+  }
+  // Another name for the same directory (a bind mount).
+  void Alias(const std::string& alias, const std::string& of) { nodes[alias] = nodes.at(of); }
+
+  Result<HostPathInfo> Inspect(const std::string& path) const {
+    std::vector<std::string> prefixes = {"/"};
+    for (size_t at = path.find('/', 1); path != "/"; at = path.find('/', at + 1)) {
+      prefixes.push_back(path.substr(0, at));
+      if (at == std::string::npos) break;
+    }
+    std::vector<PathIdentity> ancestors;
+    for (const std::string& prefix : prefixes) {
+      if (links.count(prefix)) return Error::FromErrno(ELOOP, prefix + " is a symbolic link");
+      auto it = nodes.find(prefix);
+      if (it == nodes.end()) return Error(ErrorCode::kNotFound, "no " + prefix);
+      if (prefix != path) ancestors.push_back(PathIdentity{1, it->second.ino});
+    }
+    const Node& n = nodes.at(path);
+    HostPathInfo info;
+    info.path = path;
+    info.id = PathIdentity{1, n.ino};
+    info.mode = n.mode;
+    info.uid = n.uid;
+    info.gid = n.gid;
+    info.nlink = n.nlink;
+    info.ancestors = std::move(ancestors);
+    return info;
+  }
+
+  HostProbe Probe(int64_t uid = 0) const {
+    HostProbe p;
+    p.inspect = [this](const std::string& path) { return Inspect(path); };
+    p.inspect_real = [this](const std::string& path) {
+      auto l = links.find(path);
+      return Inspect(l == links.end() ? path : l->second);
+    };
+    p.dir_beneath = [this](const std::string& root, const std::string& rel) {
+      return dirs_beneath.count(root + "|" + rel) > 0;
+    };
+    p.uid = uid;
+    p.gid = uid;
+    return p;
+  }
+};
 
 Caller MakeCaller(std::string agent, std::string session) {
   Caller c;
@@ -67,13 +162,49 @@ TEST(Slug, AgentMainExactly) {
   EXPECT_EQ(SlugifyScopeKey(""), "session-3f3af1ec");
 }
 
-TEST(ScratchDir, PerScope) {
+TEST(ScratchDir, OneDirectoryPerScopeNamedByTheFullHash) {
   EXPECT_EQ(ScratchWorkspaceDir("/state/sandboxes", SandboxScope::kAgent, "agent:main"),
-            "/state/sandboxes/agent-main-f331f052");
+            "/state/sandboxes/agent-main-" + Sha256Hex("agent:main"));
+  // The shared scope gets its own directory too, never the whole root.
   EXPECT_EQ(ScratchWorkspaceDir("/state/sandboxes/", SandboxScope::kShared, "shared"),
-            "/state/sandboxes");
+            "/state/sandboxes/shared-" + Sha256Hex("shared"));
   EXPECT_EQ(ScratchWorkspaceDir("/srv/sbx", SandboxScope::kSession, "s1"),
-            "/srv/sbx/s1-" + Sha256Hex("s1").substr(0, 8));
+            "/srv/sbx/s1-" + Sha256Hex("s1"));
+}
+
+TEST(ScratchDir, KeysThatShareASlugNeverShareADirectory) {
+  // Found by a birthday search: one slug (and 8-hex hash) for two agent ids.
+  const std::string a = "agent:collide-agent-with-a-long-name-219";
+  const std::string b = "agent:collide-agent-with-a-long-name-37ab";
+  ASSERT_EQ(SlugifyScopeKey(a), SlugifyScopeKey(b));
+  EXPECT_NE(ScopeDirName(a), ScopeDirName(b));
+  EXPECT_NE(ScopeKeyHash(a), ScopeKeyHash(b));
+  EXPECT_EQ(ScopeKeyHash(a).size(), 64u);
+}
+
+TEST(CallerIds, InvalidIdsAreRefusedNeverRewritten) {
+  for (const std::string& agent :
+       {std::string(""), std::string(" main"), std::string("a/b"), std::string("a:b"),
+        std::string(".hidden"), std::string("-x"), std::string("x y"), std::string(65, 'a'),
+        std::string("caf\xc3\xa9"), std::string("a\0b", 3)}) {
+    auto e = ValidateCallerIds(MakeCaller(agent, "main"));
+    ASSERT_TRUE(e.has_value()) << agent;
+    EXPECT_EQ(e->code, "invalid-request");
+    EXPECT_NE(e->message.find("Invalid agent id"), std::string::npos) << e->message;
+  }
+  for (const std::string& session :
+       {std::string(""), std::string("  "), std::string("s/1"), std::string("$(id)"),
+        std::string(129, 's'), std::string(":x")}) {
+    auto e = ValidateCallerIds(MakeCaller("main", session));
+    ASSERT_TRUE(e.has_value()) << session;
+    EXPECT_NE(e->message.find("Invalid session key"), std::string::npos) << e->message;
+  }
+  for (const auto& [agent, session] : std::vector<std::pair<std::string, std::string>>{
+           {"main", "main"},
+           {"A1.b_c-d", "agent:main:cron@x.y-1"},
+           {std::string(64, 'a'), std::string(128, 's')}}) {
+    EXPECT_FALSE(ValidateCallerIds(MakeCaller(agent, session)).has_value()) << agent;
+  }
 }
 
 TEST(Paths, Normalize) {
@@ -118,7 +249,10 @@ INSTANTIATE_TEST_SUITE_P(
     Rows, BindTest,
     ::testing::Values(
         BindRow{"ok_ro", "/srv/data:/data:ro", "/srv/data:/data:ro", ""},
-        BindRow{"ok_rw_z", "/srv/data:/data:rw,z", "/srv/data:/data:rw,z", ""},
+        BindRow{"ok_rw_private", "/srv/data:/data:rw,rprivate", "/srv/data:/data:rw,rprivate", ""},
+        BindRow{"relabel_z_refused", "/srv/data:/data:rw,z", "", "\"z\" is not supported"},
+        BindRow{"propagation_refused", "/srv/data:/data:rslave", "", "\"rslave\" is not supported"},
+        BindRow{"shared_refused", "/srv/data:/data:shared", "", "are private"},
         BindRow{"ok_tilde", "~/proj:/proj", "/home/u/proj:/proj", ""},
         BindRow{"ok_normalized", "/srv/./x//y/:/d/", "/srv/x/y:/d", ""},
         BindRow{"ok_dotdot_out_of_etc", "/etc/../srv/x:/d", "/srv/x:/d", ""},
@@ -216,6 +350,8 @@ INSTANTIATE_TEST_SUITE_P(
 
 struct SpecFixture {
   config::AgentSettings settings;
+  FakeHost host;
+  int64_t runner_uid = 0;
   GateContext Ctx() {
     GateContext ctx;
     ctx.settings = &settings;
@@ -224,6 +360,7 @@ struct SpecFixture {
     ctx.workspace_dir = "/ws";
     ctx.host_env = {{"HOME", "/home/u"}};
     ctx.seccomp_profile_json = "{\"defaultAction\":\"SCMP_ACT_ERRNO\"}";
+    ctx.host_probe = host.Probe(runner_uid);
     return ctx;
   }
 };
@@ -238,8 +375,10 @@ TEST(Spec, Defaults) {
   EXPECT_EQ(s.image, "sandrun-sandbox:bookworm");
   EXPECT_EQ(s.container_prefix, "sandrun-sbx-");
   EXPECT_EQ(s.workdir, "/workspace");
-  EXPECT_EQ(s.workspace_host_dir, "/state/sandboxes/agent-main-f331f052");
+  EXPECT_EQ(s.workspace_host_dir, "/state/sandboxes/agent-main-" + Sha256Hex("agent:main"));
   EXPECT_FALSE(s.workspace_read_only);
+  EXPECT_TRUE(s.scratch);
+  EXPECT_EQ(s.scratch_limit_bytes, int64_t{2} << 30);
   EXPECT_TRUE(s.read_only_root);
   EXPECT_EQ(s.tmpfs, (std::vector<std::string>{"/tmp", "/var/tmp", "/run"}));
   EXPECT_EQ(s.tmpfs_options, (std::map<std::string, std::string>{
@@ -252,7 +391,7 @@ TEST(Spec, Defaults) {
             (std::vector<std::string>{"no-new-privileges:true",
                                       "seccomp={\"defaultAction\":\"SCMP_ACT_ERRNO\"}"}));
   EXPECT_EQ(s.container_env, (std::map<std::string, std::string>{{"LANG", "C.UTF-8"}}));
-  EXPECT_EQ(s.user, "");
+  EXPECT_EQ(s.user, "65534:65534") << "a root runner's scratch dir: the sandbox runs as nobody";
   EXPECT_EQ(s.pids_limit, 512);
   EXPECT_EQ(s.memory_bytes, int64_t{1} << 30);
   EXPECT_EQ(s.memory_swap_bytes, int64_t{1} << 30);
@@ -290,7 +429,7 @@ TEST(Spec, Overrides) {
   EXPECT_EQ(r->container_prefix, "x-");
   EXPECT_EQ(r->workdir, "/code");
   EXPECT_EQ(r->scope_key, "s1");
-  EXPECT_EQ(r->workspace_host_dir, "/home/u/sbx/s1-" + Sha256Hex("s1").substr(0, 8));
+  EXPECT_EQ(r->workspace_host_dir, "/home/u/sbx/s1-" + Sha256Hex("s1"));
   EXPECT_EQ(r->tmpfs, (std::vector<std::string>{"/tmp", "/cache", "/data"}));
   EXPECT_EQ(r->tmpfs_options.at("/cache"), "size=10m");
   EXPECT_EQ(r->tmpfs_options.at("/data"), "rw,noexec,nosuid,nodev,size=64m,mode=1777");
@@ -303,7 +442,11 @@ TEST(Spec, Overrides) {
   EXPECT_EQ(r->memory_bytes, 512 << 20);
   EXPECT_EQ(r->memory_swap_bytes, int64_t{2} << 30);
   EXPECT_EQ(r->nano_cpus, 1500000000);
-  EXPECT_EQ(r->binds, std::vector<std::string>{"/srv/data:/data:ro"});
+  ASSERT_EQ(r->binds.size(), 1u);
+  EXPECT_EQ(r->binds[0].source, "/srv/data");
+  EXPECT_EQ(r->binds[0].target, "/data");
+  EXPECT_TRUE(r->binds[0].read_only);
+  EXPECT_EQ(r->binds[0].id, (PathIdentity{1, f.host.nodes.at("/srv/data").ino}));
 }
 
 TEST(Spec, WorkspaceAccess) {
@@ -318,12 +461,13 @@ TEST(Spec, WorkspaceAccess) {
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->workspace_host_dir, "/ws");
   EXPECT_FALSE(r->workspace_read_only);
+  EXPECT_EQ(r->workspace_id, (PathIdentity{1, f.host.nodes.at("/ws").ino}));
   f.settings.sandbox.workspace_access = WorkspaceAccess::kNone;
   f.settings.sandbox.scope = SandboxScope::kShared;
   r = BuildSandboxSpec(f.Ctx());
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->scope_key, "shared");
-  EXPECT_EQ(r->workspace_host_dir, "/state/sandboxes");
+  EXPECT_EQ(r->workspace_host_dir, "/state/sandboxes/shared-" + Sha256Hex("shared"));
   // ro/rw need the real workspace.
   f.settings.sandbox.workspace_access = WorkspaceAccess::kRw;
   GateContext ctx = f.Ctx();
@@ -413,6 +557,174 @@ TEST(Spec, ContextTmpfsPresetWins) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// The workspace and bind sources on the host: by text and by what they resolve to.
+
+struct WorkspaceRow {
+  std::string name;
+  std::string workspace;
+  std::string fragment;  // "" = accepted
+};
+class WorkspaceCheckTest : public ::testing::TestWithParam<WorkspaceRow> {};
+
+TEST_P(WorkspaceCheckTest, RoAndRwAlike) {
+  for (WorkspaceAccess access : {WorkspaceAccess::kRo, WorkspaceAccess::kRw}) {
+    SpecFixture f;
+    f.host.Add("/srv/etc-alias");
+    f.host.Alias("/srv/etc-alias", "/etc");  // another name for /etc (a bind mount)
+    f.host.links["/srv/link"] = "/etc";
+    f.host.Add("/srv/file", S_IFREG | 0644);
+    f.settings.sandbox.workspace_access = access;
+    GateContext ctx = f.Ctx();
+    ctx.workspace_dir = GetParam().workspace;
+    GateResult<exec::SandboxSpec> r = BuildSandboxSpec(ctx);
+    if (GetParam().fragment.empty()) {
+      ASSERT_TRUE(r.has_value()) << r.error().message;
+      EXPECT_EQ(r->workspace_host_dir, GetParam().workspace);
+      continue;
+    }
+    ASSERT_FALSE(r.has_value()) << GetParam().workspace;
+    EXPECT_EQ(r.error().code, "invalid-config");
+    EXPECT_NE(r.error().message.find(GetParam().fragment), std::string::npos) << r.error().message;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Rows, WorkspaceCheckTest,
+    ::testing::Values(
+        WorkspaceRow{"ok", "/ws", ""}, WorkspaceRow{"host_root", "/", "the whole host"},
+        WorkspaceRow{"etc", "/etc", "inside the blocked host path \"/etc\""},
+        WorkspaceRow{"etc_sub", "/etc/ssl", "inside the blocked host path \"/etc\""},
+        WorkspaceRow{"var_contains_var_run", "/var", "contains the blocked host path"},
+        WorkspaceRow{"home_contains_ssh", "/home/u", "contains the blocked host path"},
+        WorkspaceRow{"run", "/run", "\"/run\""},
+        WorkspaceRow{"alias_of_etc", "/srv/etc-alias", "under another name"},
+        WorkspaceRow{"through_a_link", "/srv/link", "symbolic link"},
+        WorkspaceRow{"missing", "/srv/nope", "does not resolve"},
+        WorkspaceRow{"a_file", "/srv/file", "not a directory"},
+        WorkspaceRow{"state_dir", "/state", "state dir"},
+        WorkspaceRow{"state_sub", "/state/sandbox", "state dir"},
+        WorkspaceRow{"sandboxes_root", "/state/sandboxes", "state dir"},
+        WorkspaceRow{"tenant_dir", "/state/tenants/t1", "state dir"},
+        WorkspaceRow{"tenant_workspaces_root", "/state/tenants/t1/workspaces", "state dir"},
+        WorkspaceRow{"in_sandboxes", "/state/sandboxes/x", ""},
+        WorkspaceRow{"tenant_workspace", "/state/tenants/t1/workspaces/w", ""}),
+    [](const ::testing::TestParamInfo<WorkspaceRow>& row_info) { return row_info.param.name; });
+
+TEST(WorkspaceCheck, ContainingTheStateDirIsRefused) {
+  SpecFixture f;
+  f.host.Add("/data");
+  f.host.Add("/data/home");
+  f.settings.sandbox.workspace_access = WorkspaceAccess::kRw;
+  GateContext ctx = f.Ctx();
+  ctx.state_dir = "/data/home";
+  ctx.workspace_dir = "/data";
+  GateResult<exec::SandboxSpec> r = BuildSandboxSpec(ctx);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.error().message.find("contains the runner's state dir"), std::string::npos)
+      << r.error().message;
+}
+
+struct BindSourceRow {
+  std::string name;
+  std::string bind;
+  std::string fragment;  // "" = accepted
+};
+class BindSourceTest : public ::testing::TestWithParam<BindSourceRow> {};
+
+TEST_P(BindSourceTest, ChecksWhatTheSourceIs) {
+  SpecFixture f;
+  f.host.Add("/srv/sock", S_IFSOCK | 0660);
+  f.host.Add("/srv/fifo", S_IFIFO | 0600);
+  f.host.Add("/srv/disk", S_IFBLK | 0600);
+  f.host.Add("/srv/one", S_IFREG | 0644);
+  f.host.Add("/srv/two", S_IFREG | 0644).nlink = 2;
+  f.host.Add("/srv/run-alias");
+  f.host.Alias("/srv/run-alias", "/run");
+  f.host.links["/srv/to-run"] = "/var/run";
+  f.host.Add("/ws/data");
+  f.host.Add("/state/sandboxes/x/y");
+  f.settings.sandbox.workspace_access = WorkspaceAccess::kRw;
+  f.settings.sandbox.docker.binds = {GetParam().bind};
+  GateResult<exec::SandboxSpec> r = BuildSandboxSpec(f.Ctx());
+  if (GetParam().fragment.empty()) {
+    ASSERT_TRUE(r.has_value()) << r.error().message;
+    return;
+  }
+  ASSERT_FALSE(r.has_value()) << GetParam().bind;
+  EXPECT_EQ(r.error().code, "invalid-config");
+  EXPECT_NE(r.error().message.find(GetParam().fragment), std::string::npos) << r.error().message;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Rows, BindSourceTest,
+    ::testing::Values(BindSourceRow{"dir", "/srv/data:/data", ""},
+                      BindSourceRow{"file", "/srv/one:/one:ro", ""},
+                      BindSourceRow{"symlink_to_var_run", "/srv/to-run:/r", "symbolic link"},
+                      BindSourceRow{"alias_of_run", "/srv/run-alias:/r", "under another name"},
+                      BindSourceRow{"socket", "/srv/sock:/s", "is a socket"},
+                      BindSourceRow{"fifo", "/srv/fifo:/f", "FIFO"},
+                      BindSourceRow{"device", "/srv/disk:/d", "is a device"},
+                      BindSourceRow{"hard_linked_file", "/srv/two:/t", "2 hard links"},
+                      BindSourceRow{"missing", "/srv/nope:/n", "does not resolve"},
+                      BindSourceRow{"inside_rw_workspace", "/ws/data:/d",
+                                    "where the sandbox can write"},
+                      BindSourceRow{"inside_scratch_root", "/state/sandboxes/x/y:/d", "state dir"},
+                      BindSourceRow{"state_dir", "/state/sandbox:/d", "state dir"}),
+    [](const ::testing::TestParamInfo<BindSourceRow>& row_info) { return row_info.param.name; });
+
+TEST(BindSource, InsideAConfiguredScratchRootIsRefused) {
+  SpecFixture f;
+  f.host.Add("/scratch");
+  f.host.Add("/scratch/planted");
+  f.settings.sandbox.workspace_root = "/scratch";
+  f.settings.sandbox.docker.binds = {"/scratch/planted:/p"};
+  GateResult<exec::SandboxSpec> r = BuildSandboxSpec(f.Ctx());
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.error().message.find("where the sandbox can write (/scratch)"), std::string::npos)
+      << r.error().message;
+}
+
+TEST(BindSource, BlockedScratchRootIsRefused) {
+  SpecFixture f;
+  f.settings.sandbox.workspace_root = "/etc/sbx";
+  GateResult<exec::SandboxSpec> r = BuildSandboxSpec(f.Ctx());
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.error().message.find("sandbox.workspaceRoot"), std::string::npos);
+}
+
+TEST(SandboxUser, NobodyRunsAsRootByAccident) {
+  SpecFixture f;
+  f.host.nodes["/ws"].uid = 1000;
+  f.host.nodes["/ws"].gid = 1001;
+  f.settings.sandbox.workspace_access = WorkspaceAccess::kRw;
+  EXPECT_EQ(BuildSandboxSpec(f.Ctx())->user, "1000:1001") << "the workspace's owner";
+  f.settings.sandbox.workspace_access = WorkspaceAccess::kRo;
+  EXPECT_EQ(BuildSandboxSpec(f.Ctx())->user, "1000:1001");
+  f.host.nodes["/ws"].uid = 0;
+  EXPECT_EQ(BuildSandboxSpec(f.Ctx())->user, "65534:65534") << "a root-owned workspace";
+  f.settings.sandbox.workspace_access = WorkspaceAccess::kNone;
+  EXPECT_EQ(BuildSandboxSpec(f.Ctx())->user, "65534:65534") << "a root runner's scratch dir";
+  f.runner_uid = 1234;
+  EXPECT_EQ(BuildSandboxSpec(f.Ctx())->user, "1234:1234") << "the runner's own scratch dir";
+  f.settings.sandbox.docker.user = "0";
+  EXPECT_EQ(BuildSandboxSpec(f.Ctx())->user, "0") << "root only when the config says so";
+}
+
+TEST(Spec, InvalidCallerIdsAreRefused) {
+  SpecFixture f;
+  GateContext ctx = f.Ctx();
+  ctx.caller.agent_id = "Main Agent";
+  GateResult<exec::SandboxSpec> r = BuildSandboxSpec(ctx);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().code, "invalid-request");
+  ctx.caller.agent_id = "main";
+  ctx.caller.session_key = "x/../y";
+  r = BuildSandboxSpec(ctx);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().code, "invalid-request");
+}
+
+// ---------------------------------------------------------------------------------------------
 // Workdir mapping.
 
 struct MapRow {
@@ -425,15 +737,19 @@ struct MapRow {
 class MapWorkdirTest : public ::testing::TestWithParam<MapRow> {};
 
 TEST_P(MapWorkdirTest, Maps) {
-  std::set<std::string> dirs = {"/h/a", "/h/a/b"};
-  DirExistsFn exists = [&](const std::string& p) { return dirs.count(p) > 0; };
-  SandboxWorkdir w = MapSandboxWorkdir(GetParam().requested, "/workspace", "/h", exists);
+  std::set<std::string> dirs = {"a", "a/b"};
+  DirBeneathFn beneath = [&](const std::string& root, const std::string& rel) {
+    EXPECT_EQ(root, "/h") << "probed below the mount's host dir only";
+    return dirs.count(rel) > 0;
+  };
+  SandboxWorkdir w = MapSandboxWorkdir(GetParam().requested, "/workspace", "/h", beneath);
   EXPECT_EQ(w.container_dir, GetParam().container);
   EXPECT_EQ(w.host_dir, GetParam().host);
   EXPECT_EQ(w.warning.has_value(), GetParam().warned);
   if (w.warning.has_value()) {
-    EXPECT_EQ(*w.warning,
-              "Warning: workdir \"" + *GetParam().requested + "\" is unavailable; using \"/h\".");
+    // Container paths only: the host workspace path is never shown to the sandbox's caller.
+    EXPECT_EQ(*w.warning, "Warning: workdir \"" + *GetParam().requested +
+                              "\" is unavailable; using \"/workspace\".");
   }
 }
 

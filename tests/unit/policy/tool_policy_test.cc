@@ -156,7 +156,7 @@ TEST_F(ApplyPatchGate, DefaultSandboxWritesTheScratchDir) {
   EXPECT_TRUE(t->sandboxed);
   EXPECT_TRUE(t->scratch);
   EXPECT_TRUE(t->workspace_only);
-  EXPECT_EQ(t->root, "/home/u/.sandrun/sandboxes/" + SlugifyScopeKey("agent:main"));
+  EXPECT_EQ(t->root, "/home/u/.sandrun/sandboxes/" + ScopeDirName("agent:main"));
   EXPECT_EQ(t->workdir, t->root);
   EXPECT_EQ(t->alias_root, "/workspace");
   EXPECT_EQ(t->display_cwd, "/workspace");
@@ -187,7 +187,7 @@ TEST_F(ApplyPatchGate, WorkspaceRootAndSharedScope) {
   settings_.sandbox.scope = config::SandboxScope::kShared;
   auto t = GateApplyPatch(Ctx());
   ASSERT_TRUE(t.has_value()) << t.error().message;
-  EXPECT_EQ(t->root, "/home/u/scratch");
+  EXPECT_EQ(t->root, "/home/u/scratch/" + ScopeDirName("shared")) << "its own dir, not the root";
 }
 
 TEST_F(ApplyPatchGate, SandboxEvenWithoutWorkspaceOnlyStaysInTheMount) {
