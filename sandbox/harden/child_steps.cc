@@ -130,8 +130,11 @@ int ChildHardening::Apply(const char** step) const {
     *step = "harden: close_range";
     return errno;
   }
-  // 3. Confinement first: mounting needs CAP_SYS_ADMIN, which the next steps take away.
-  if (confine_) {
+  // 3. Confinement first where the runner's own privileges do it (a root runner that keeps its
+  // identity: mounting needs CAP_SYS_ADMIN, which the next steps take away; a non-root runner:
+  // the user namespace gives the capabilities the mounts need).
+  const bool confine_after_identity = confine_ && identity_;
+  if (confine_ && !confine_after_identity) {
     if (int err = ApplyConfinement(*confine_, step); err != 0) return err;
   }
   // 4. Capabilities: bounding set, the identity switch, then capset and ambient (caps.h says
@@ -140,6 +143,13 @@ int ChildHardening::Apply(const char** step) const {
     if (int err = DropBoundingSet(*caps_, step); err != 0) return err;
     if (identity_) {
       if (int err = ApplyIdentity(*identity_, step); err != 0) return err;
+    }
+    if (confine_after_identity) {
+      // A root runner's command, now the host user, unshares its user namespace as that user
+      // (mapping its own ids), then mounts with the capabilities it holds there only. A new
+      // user namespace starts with a full bounding set: drop it again.
+      if (int err = ApplyConfinement(*confine_, step); err != 0) return err;
+      if (int err = DropBoundingSet(*caps_, step); err != 0) return err;
     }
     if (int err = SetCapabilitySets(*caps_, step); err != 0) return err;
   }

@@ -58,8 +58,10 @@ Result<ConfinePlan> PrepareConfinement(const ConfineRequest& request) {
   ConfinePlan plan;
   plan.user_namespace = request.user_namespace;
   if (request.user_namespace) {
-    plan.uid_map = std::to_string(::geteuid()) + " " + std::to_string(::geteuid()) + " 1\n";
-    plan.gid_map = std::to_string(::getegid()) + " " + std::to_string(::getegid()) + " 1\n";
+    const uid_t uid = request.map_uid.value_or(::geteuid());
+    const gid_t gid = request.map_gid.value_or(::getegid());
+    plan.uid_map = std::to_string(uid) + " " + std::to_string(uid) + " 1\n";
+    plan.gid_map = std::to_string(gid) + " " + std::to_string(gid) + " 1\n";
   }
   auto add = [](const std::vector<std::string>& in, std::vector<std::string>* out) -> Status {
     for (const std::string& p : in) {

@@ -38,6 +38,10 @@ struct ConfineRequest {
   // Also unshare a user namespace (mapping only the runner's uid and gid): what lets a non-root
   // runner create a mount namespace at all.
   bool user_namespace = false;
+  // The ids mapped into it (one each): the command's own after any identity switch. nullopt:
+  // this process's effective ids.
+  std::optional<uid_t> map_uid;
+  std::optional<gid_t> map_gid;
   std::vector<std::string> read_only;  // absolute paths, made read-only (recursively)
   std::vector<std::string> masked;     // absolute paths, hidden
 };

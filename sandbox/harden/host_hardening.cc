@@ -45,9 +45,18 @@ bool TrustedCacheFile(const std::string& path) {
 // What the command's mount namespace hides and protects, or nullopt when it runs unconfined.
 Result<std::optional<ConfinePlan>> PlanConfinement(const HostProfile& p,
                                                    const HardeningEnvironment& env,
+                                                   const std::optional<Identity>& identity,
                                                    std::vector<std::string>* warnings) {
   ConfineRequest request;
-  request.user_namespace = ::geteuid() != 0;
+  // A user namespace of its own for every command that is not root: besides letting a non-root
+  // runner mount at all, it puts the command outside the user namespace of every other process,
+  // so ptrace-class access (/proc/<pid>/root, mem, environ, fd) to the host's processes of the
+  // same uid (another agent's sandbox running as 65534, another host command) is refused.
+  request.user_namespace = ::geteuid() != 0 || identity.has_value();
+  if (identity) {
+    request.map_uid = identity->uid;
+    request.map_gid = identity->gid;
+  }
   request.read_only = p.confine_read_only;
   request.read_only.insert(request.read_only.end(), env.read_only.begin(), env.read_only.end());
   request.masked = p.confine_mask;
@@ -83,14 +92,14 @@ Result<std::shared_ptr<const HostHardening>> HostHardening::Prepare(
   const std::string what = "host profile \"" + p.name + "\" (" + p.path + ")";
 
   SANDRUN_ASSIGN_OR_RETURN(CapabilityPlan caps, PrepareCapabilities(p.keep_mask));
-  SANDRUN_ASSIGN_OR_RETURN(std::optional<ConfinePlan> confine,
-                           PlanConfinement(p, env, &h->warnings_));
   std::optional<Identity> identity;
   if (::geteuid() == 0 && p.identity == HostIdentity::kHostUser) {
     auto resolved = ResolveIdentity(env.host_user.empty() ? "nobody" : env.host_user);
     if (!resolved) return std::move(resolved).error();
     identity = std::move(resolved).value();
   }
+  SANDRUN_ASSIGN_OR_RETURN(std::optional<ConfinePlan> confine,
+                           PlanConfinement(p, env, identity, &h->warnings_));
   // The compiled program is read back only from a directory the commands cannot write to.
   bool cache_protected = false;
   if (confine) {

@@ -147,6 +147,33 @@ TEST_F(HostEscape, HostUserIsConfigurableButNeverRoot) {
   }
 }
 
+// A gateway command and a sandbox may both run as 65534 (nobody is the default host user, and
+// 65534 the default sandbox user): the command's own user namespace keeps it from reaching the
+// sandbox's processes through /proc (their files, memory, environment).
+TEST_F(HostEscape, GatewayCommandCannotReachASandboxOfTheSameUid) {
+  SANDRUN_REQUIRE_DOCKER(client);
+  MinimalSandboxConfig();
+  auto made = Exec({}, "echo secret-of-the-sandbox > /workspace/s.txt; id -u");
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  auto list = client->ListContainers({"sandrun.instance=" + InstanceId()}, false);
+  ASSERT_TRUE(list && list->size() == 1) << (list ? list->size() : 0);
+  auto info = client->InspectContainer((*list)[0].id);
+  ASSERT_TRUE(info && info->state.pid > 0);
+  const std::string proc = "/proc/" + std::to_string(info->state.pid);
+  struct stat st {};
+  ASSERT_EQ(::stat(proc.c_str(), &st), 0);
+  Config(R"({"sandbox": {"mode": "off"}})");
+  auto r =
+      Exec({}, "id -u; stat -c %u " + proc + "; cat " + proc + "/root/workspace/s.txt 2>&1; cat " +
+                   proc + "/environ >/dev/null 2>&1 && echo environ:open || echo environ:refused");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  if (::geteuid() == 0 && st.st_uid == 65534) {
+    EXPECT_EQ(r.out.substr(0, 12), "65534\n65534\n") << "same uid on both sides: " << r.out;
+  }
+  EXPECT_EQ(r.out.find("secret-of-the-sandbox"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("environ:refused"), std::string::npos) << r.out;
+}
+
 // The runner's own server: a command never sees its socket, whoever runs the server.
 TEST_F(HostEscape, GatewayCommandThroughTheServerCannotReachItsSocket) {
   Config(kGatewayConfig);
