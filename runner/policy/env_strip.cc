@@ -42,6 +42,18 @@ Result<EnvStripProfile> FromFile(const harden::ProfileFile& file) {
 
 }  // namespace
 
+bool ValueHoldsUrlCredentials(std::string_view value) {
+  // scheme "://" userinfo-with-':' "@": the password of a proxy, index or database URL.
+  for (size_t at = value.find("://"); at != std::string_view::npos;
+       at = value.find("://", at + 3)) {
+    size_t start = at + 3;
+    size_t end = value.find_first_of("/?#@ \t\n", start);
+    if (end == std::string_view::npos || value[end] != '@') continue;
+    if (value.substr(start, end - start).find(':') != std::string_view::npos) return true;
+  }
+  return false;
+}
+
 Result<EnvStripProfile> LoadEnvStripProfile(const std::string& profiles_dir,
                                             const std::string& name) {
   SANDRUN_ASSIGN_OR_RETURN(harden::ProfileFile file,
@@ -88,7 +100,8 @@ std::map<std::string, std::string> StripInheritedSecrets(
   };
   std::map<std::string, std::string> out;
   for (const auto& [key, value] : env) {
-    if (any(strip, key) && !any(passthrough, key)) continue;
+    const bool secret = any(strip, key) || ValueHoldsUrlCredentials(value);
+    if (secret && !any(passthrough, key)) continue;
     out.emplace(key, value);
   }
   return out;

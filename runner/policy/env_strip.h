@@ -35,7 +35,11 @@ Result<EnvStripProfile> ParseEnvStripProfile(std::string_view text, const std::s
 // ASCII case.
 bool EnvPatternMatches(std::string_view pattern, std::string_view key);
 
-// `env` without the keys a `strip` pattern matches, except those a `passthrough` pattern matches.
+// Whether `value` holds a URL with a password (scheme://user:password@...).
+bool ValueHoldsUrlCredentials(std::string_view value);
+
+// `env` without the keys a `strip` pattern matches or whose value holds URL credentials, except
+// those a `passthrough` pattern matches.
 std::map<std::string, std::string> StripInheritedSecrets(
     const std::map<std::string, std::string>& env, const std::vector<std::string>& strip,
     const std::vector<std::string>& passthrough);

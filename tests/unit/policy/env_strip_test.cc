@@ -37,6 +37,22 @@ INSTANTIATE_TEST_SUITE_P(
         MatchCase{"A*B*C", "AXXBYYC", true}, MatchCase{"A*B*C", "AXXBYY", false},
         MatchCase{"**X", "X", true}));
 
+TEST(EnvStripTest, UrlsWithPasswordsAreSecretsWhateverTheirName) {
+  EXPECT_TRUE(ValueHoldsUrlCredentials("http://u:pw@proxy:3128"));
+  EXPECT_TRUE(ValueHoldsUrlCredentials("https://h/simple https://u:p@mirror/simple"));
+  EXPECT_TRUE(ValueHoldsUrlCredentials("postgres://app:s3cret@db/app"));
+  EXPECT_FALSE(ValueHoldsUrlCredentials("http://proxy:3128"));
+  EXPECT_FALSE(ValueHoldsUrlCredentials("git@github.com:x/y"));
+  EXPECT_FALSE(ValueHoldsUrlCredentials("https://h/path/user:x@y"));
+  EXPECT_FALSE(ValueHoldsUrlCredentials("ssh://git@host/repo"));
+  auto out = StripInheritedSecrets(
+      {{"HTTPS_PROXY", "http://u:pw@proxy:3128"}, {"PIP_INDEX_URL", "https://h/simple"},
+       {"MY_URL", "https://u:p@h/"}},
+      {}, {"MY_URL"});
+  EXPECT_EQ(out, (std::map<std::string, std::string>{{"MY_URL", "https://u:p@h/"},
+                                                      {"PIP_INDEX_URL", "https://h/simple"}}));
+}
+
 TEST(EnvStripTest, PassThroughWinsOverStrip) {
   std::map<std::string, std::string> env = {
       {"GITHUB_TOKEN", "g"}, {"NPM_TOKEN", "n"}, {"HOME", "/root"}, {"PATH", "/bin"}};
