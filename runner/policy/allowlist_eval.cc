@@ -126,7 +126,10 @@ class Evaluator {
         // The program would run a command it was told to: the allowlist entry (or safe-bin
         // profile) authorises the program, not that command.
         s.exec_option = hit->description;
-        out_->inline_eval.push_back(hit->description);
+        // Listed once when the inline-eval check named the same form (find -exec).
+        if (!s.inline_eval || *s.inline_eval != hit->description) {
+          out_->inline_eval.push_back(hit->description);
+        }
         s.miss = hit->description + ": " + hit->why + "; needs approval";
         s.needs_exact_entry = true;
         return s;

@@ -37,12 +37,29 @@ GateError ConfigError(std::string message) {
 }
 
 constexpr std::string_view kBlockedHostPaths[] = {
-    "/etc",  "/private/etc", "/proc", "/sys", "/dev", "/root", "/boot", "/run", "/var/run",
+    "/etc",
+    "/private/etc",
+    "/proc",
+    "/sys",
+    "/dev",
+    "/root",
+    "/boot",
+    "/run",
+    "/var/run",
     "/private/var/run",
     // The host's programs and libraries (a writable /usr is the next root login), and the
     // container engines' data roots (every container's files and configs).
-    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/var/lib/docker",
-    "/var/lib/containerd", "/var/lib/containers", "/var/lib/kubelet",
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/var/lib/docker",
+    "/var/lib/containerd",
+    "/var/lib/containers",
+    "/var/lib/kubelet",
 };
 constexpr std::string_view kBlockedHomeDirs[] = {
     ".aws", ".cargo", ".config", ".docker", ".gnupg", ".netrc", ".npm", ".ssh",

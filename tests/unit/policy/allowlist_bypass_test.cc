@@ -31,9 +31,9 @@ const std::map<std::string, std::string>& Files() {
   static const std::map<std::string, std::string> files = [] {
     std::map<std::string, std::string> f;
     for (const char* name :
-         {"ls",   "echo", "cat",  "git",   "tar",  "zip",     "ssh",    "scp",
-          "sftp", "less", "man",  "rsync", "sort", "busybox", "strace", "printf",
-          "env",  "test", "bash", "zsh",   "wget", "nice",    "fish",   "tcsh"}) {
+         {"ls",   "echo", "cat",   "git",  "tar",     "zip",    "ssh",    "scp",  "sftp",
+          "less", "man",  "rsync", "sort", "busybox", "strace", "printf", "env",  "test",
+          "bash", "zsh",  "wget",  "nice", "fish",    "tcsh",   "sed",    "find", "xargs"}) {
       f[std::string("/usr/bin/") + name] = std::string("/usr/bin/") + name;
     }
     f["/usr/bin/sh"] = "/usr/bin/dash";
@@ -64,10 +64,12 @@ class AllowlistBypassTest : public ::testing::TestWithParam<Row> {
   static std::vector<config::AllowlistEntry> Entries() {
     std::vector<config::AllowlistEntry> e;
     for (const char* p :
-         {"/usr/bin/ls", "/usr/bin/echo", "/usr/bin/cat", "git", "/usr/bin/tar", "/usr/bin/zip",
-          "/usr/bin/ssh", "/usr/bin/scp", "/usr/bin/sftp", "/usr/bin/vim.basic", "/usr/bin/less",
-          "/usr/bin/man", "/usr/bin/rsync", "/usr/bin/sort", "/usr/bin/busybox", "/usr/bin/strace",
-          "/usr/bin/printf", "/usr/bin/wget", "/work/build/*"}) {
+         {"/usr/bin/ls",     "/usr/bin/echo",      "/usr/bin/cat",     "git",
+          "/usr/bin/tar",    "/usr/bin/zip",       "/usr/bin/ssh",     "/usr/bin/scp",
+          "/usr/bin/sftp",   "/usr/bin/vim.basic", "/usr/bin/less",    "/usr/bin/man",
+          "/usr/bin/rsync",  "/usr/bin/sort",      "/usr/bin/busybox", "/usr/bin/strace",
+          "/usr/bin/printf", "/usr/bin/wget",      "/usr/bin/sed",     "/usr/bin/find",
+          "/usr/bin/xargs",  "/work/build/*"}) {
       config::AllowlistEntry entry;
       entry.id = std::string("id-") + p;
       entry.pattern = p;
@@ -310,6 +312,20 @@ INSTANTIATE_TEST_SUITE_P(
         Row{"git_help", "git log --help", kAL, kOff, false, kDeny, kMissed, "git --help"},
         Row{"env_git", "env git -c alias.x='!y' x", kAL, kOff, false, kDeny, kMissed, "git -c"},
         // tar.
+        // Red-team rows: a sed program from a file, git's command transport, find's actions and
+        // xargs run or write what they are given.
+        Row{"sed_plain", "sed -n 1p f", kAL, kOff, false, kAllow, "/usr/bin/sed -n 1p f",
+            "sed inline program"},
+        Row{"sed_f", "sed -f s.sed f", kAL, kOff, false, kDeny, kMissed, "sed -f"},
+        Row{"git_remote_ext", "git remote-ext x 'touch m'", kAL, kOff, false, kDeny, kMissed,
+            "git remote-ext (runs commands itself)"},
+        Row{"git_paginate", "git -p log", kAL, kOff, false, kDeny, kMissed, "git -p"},
+        Row{"find_name", "find . -name x", kAL, kOff, false, kAllow, "/usr/bin/find . -name x", ""},
+        Row{"find_exec", "find . -exec touch m ';'", kAL, kOff, false, kDeny, kMissed,
+            "find -exec"},
+        Row{"find_fprintf", "find f -fprintf s.sed x", kAL, kOff, false, kDeny, kMissed,
+            "find -fprintf"},
+        Row{"xargs", "xargs -0", kAL, kOff, false, kDeny, kMissed, "xargs (runs commands itself)"},
         Row{"tar_checkpoint_exec", "tar --checkpoint=1 --checkpoint-action=exec='touch m' -tf a",
             kAL, kOff, false, kDeny, kMissed, "tar --checkpoint-action"},
         Row{"tar_checkpoint_abbrev", "tar --checkpoint-act=exec=x -tf a", kAL, kOff, false, kDeny,

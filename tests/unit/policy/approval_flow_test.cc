@@ -296,7 +296,7 @@ INSTANTIATE_TEST_SUITE_P(
             true,
             kAsk,
             "inline-eval",
-            {"xargs inline command"}},
+            {"xargs inline command", "xargs (runs commands itself)"}},
         Row{"strict_perl", "perl -E 1", kFull, kOff, true, kAsk, "inline-eval", {"perl -e"}},
         Row{"strict_unanalysable", "echo $(id)", kFull, kOff, true, kAsk, "inline-eval"},
         Row{"strict_python_file_ok", "python3 script.py", kAL, kOff, true, kAllow,

@@ -45,12 +45,12 @@ TEST(EnvStripTest, UrlsWithPasswordsAreSecretsWhateverTheirName) {
   EXPECT_FALSE(ValueHoldsUrlCredentials("git@github.com:x/y"));
   EXPECT_FALSE(ValueHoldsUrlCredentials("https://h/path/user:x@y"));
   EXPECT_FALSE(ValueHoldsUrlCredentials("ssh://git@host/repo"));
-  auto out = StripInheritedSecrets(
-      {{"HTTPS_PROXY", "http://u:pw@proxy:3128"}, {"PIP_INDEX_URL", "https://h/simple"},
-       {"MY_URL", "https://u:p@h/"}},
-      {}, {"MY_URL"});
+  auto out = StripInheritedSecrets({{"HTTPS_PROXY", "http://u:pw@proxy:3128"},
+                                    {"PIP_INDEX_URL", "https://h/simple"},
+                                    {"MY_URL", "https://u:p@h/"}},
+                                   {}, {"MY_URL"});
   EXPECT_EQ(out, (std::map<std::string, std::string>{{"MY_URL", "https://u:p@h/"},
-                                                      {"PIP_INDEX_URL", "https://h/simple"}}));
+                                                     {"PIP_INDEX_URL", "https://h/simple"}}));
 }
 
 TEST(EnvStripTest, PassThroughWinsOverStrip) {
