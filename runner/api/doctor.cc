@@ -16,6 +16,7 @@
 #include "sandbox/harden/seccomp_compiler.h"
 #include "sandbox/harden/seccomp_profile.h"
 #include "sandbox/harden/seccomp_support.h"
+#include "sandbox/os/process_tree.h"
 
 namespace sandrun::api {
 namespace {
@@ -250,6 +251,9 @@ DoctorReport RunDoctor() {
   EngineChecks(report.checks);
   report.checks.push_back(SeccompCheck());
   report.checks.push_back(FilterCheck());
+  TreeTrackingInfo tree = DescribeTreeTracking();  // how a timed-out host command's tree dies
+  report.checks.push_back(
+      Check("process-tree", tree.cgroup ? Level::kOk : Level::kWarn, tree.detail));
   ProfileChecks(report.checks);
   return report;
 }

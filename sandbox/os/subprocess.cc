@@ -1,6 +1,5 @@
 #include "sandbox/os/subprocess.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
@@ -14,6 +13,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <climits>
 #include <cstdint>
 #include <cstdio>
@@ -21,6 +21,7 @@
 #include <string_view>
 #include <utility>
 
+#include "sandbox/os/proc_table.h"
 #include "sandbox/os/pty.h"
 
 namespace sandrun {
@@ -45,6 +46,7 @@ struct ChildPlan {
   int stderr_fd = -1;
   bool pty = false;  // stdin_fd is the terminal: become a session leader and take it
   int report_fd = -1;
+  int cgroup_fd = -1;  // the run cgroup's cgroup.procs, or -1
   ChildSteps steps;
 };
 
@@ -60,6 +62,10 @@ struct ChildPlan {
 
 // Runs in the child between fork and execve: no allocation, no locks, no logging.
 [[noreturn]] void ChildMain(const ChildPlan& plan) {
+  // Into the run's cgroup before anything else, so that everything the command starts is in it.
+  if (plan.cgroup_fd >= 0 && ::write(plan.cgroup_fd, "0", 1) != 1) {
+    ChildFail(plan.report_fd, "cgroup join", errno);
+  }
   // Default dispositions for every signal: SIG_IGN survives execve (a runner that ignores SIGPIPE
   // would make `yes | head` spin), and a parent's handler must never run in the child.
   struct sigaction dfl {};
@@ -179,21 +185,6 @@ int PollTimeout(const Deadline& deadline) {
   return static_cast<int>(std::min<int64_t>(deadline.remaining_ms(), INT_MAX));
 }
 
-// The stat line of /proc/<pid>: "pid (comm) S ppid pgrp ...". comm may hold spaces and ')'.
-bool ReadStateAndGroup(const char* pid_name, char* state, long* pgrp) {
-  std::string path = std::string("/proc/") + pid_name + "/stat";
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) return false;
-  char buf[512];
-  ssize_t n = ::read(fd.get(), buf, sizeof(buf) - 1);
-  if (n <= 0) return false;
-  buf[n] = '\0';
-  char* close_paren = std::strrchr(buf, ')');
-  if (close_paren == nullptr) return false;
-  long ppid = 0;
-  return std::sscanf(close_paren + 1, " %c %ld %ld", state, &ppid, pgrp) == 3;
-}
-
 }  // namespace
 
 Result<bool> ProcessGroupAlive(pid_t pgid) {
@@ -202,21 +193,9 @@ Result<bool> ProcessGroupAlive(pid_t pgid) {
     if (errno == ESRCH) return false;
     if (errno != EPERM) return Error::FromErrno(errno, "kill -" + std::to_string(pgid));
   }
-  DIR* dir = ::opendir("/proc");
-  if (dir == nullptr) return Error::FromErrno(errno, "opendir /proc");
-  bool alive = false;
-  while (dirent* entry = ::readdir(dir)) {
-    if (entry->d_name[0] < '0' || entry->d_name[0] > '9') continue;
-    char state = 0;
-    long pgrp = 0;
-    if (!ReadStateAndGroup(entry->d_name, &state, &pgrp)) continue;  // it just went away
-    if (pgrp == pgid && state != 'Z' && state != 'X') {
-      alive = true;
-      break;
-    }
-  }
-  ::closedir(dir);
-  return alive;
+  SANDRUN_ASSIGN_OR_RETURN(std::vector<ProcStat> table, ReadProcTable());
+  return std::any_of(table.begin(), table.end(),
+                     [&](const ProcStat& p) { return p.pgrp == pgid && !p.dead(); });
 }
 
 Result<bool> WaitForProcessGroupExit(pid_t pgid, const Deadline& deadline) {
@@ -237,14 +216,22 @@ Result<Subprocess> Subprocess::Spawn(const SpawnOptions& options) {
              std::any_of(options.env.begin(), options.env.end(), HasNul);
   if (nul) return Error(ErrorCode::kInvalidArgument, "spawn: NUL byte in path, argv, env or cwd");
 
+  std::unique_ptr<ProcessTree> tree;
+  if (options.tree != TreeTracking::kGroup) {
+    SANDRUN_ASSIGN_OR_RETURN(tree, ProcessTree::Create(options.tree));
+  }
+
   // Everything the child touches is built now: no allocation in the child.
   std::vector<char*> argv;
   argv.reserve(options.argv.size() + 1);
   for (const auto& a : options.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   std::vector<char*> envp;
-  envp.reserve(options.env.size() + 1);
+  envp.reserve(options.env.size() + 2);
   for (const auto& e : options.env) envp.push_back(const_cast<char*>(e.c_str()));
+  if (tree && !tree->env_entry().empty()) {
+    envp.push_back(const_cast<char*>(tree->env_entry().c_str()));
+  }
   envp.push_back(nullptr);
 
   Subprocess proc;
@@ -296,6 +283,7 @@ Result<Subprocess> Subprocess::Spawn(const SpawnOptions& options) {
   plan.stderr_fd = child_err.get();
   plan.pty = options.pty;
   plan.report_fd = report.write.get();
+  plan.cgroup_fd = tree ? tree->cgroup_procs_fd() : -1;
   plan.steps = options.child_steps;
 
   // With every signal blocked, no handler of ours runs in the child before it resets them.
@@ -307,6 +295,8 @@ Result<Subprocess> Subprocess::Spawn(const SpawnOptions& options) {
   if (!started) return std::move(started).error();
   pid_t pid = *started;
   proc.pid_ = pid;
+  if (tree) tree->Attach(pid, options.pty);
+  proc.tree_ = std::move(tree);
 
   child_in.reset();
   child_out.reset();
@@ -335,6 +325,7 @@ Result<Subprocess> Subprocess::Spawn(const SpawnOptions& options) {
   proc.pidfd_.reset(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
   if (!proc.pidfd_.valid()) {
     Error error = Error::FromErrno(errno, "pidfd_open");
+    if (proc.tree_) (void)proc.tree_->End(Deadline::After(std::chrono::seconds(2)));
     ::kill(-pid, SIGKILL);
     int status = 0;
     while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
@@ -352,7 +343,8 @@ Subprocess::Subprocess(Subprocess&& other) noexcept
       stdout_(std::move(other.stdout_)),
       stderr_(std::move(other.stderr_)),
       pty_master_(std::move(other.pty_master_)),
-      status_(std::exchange(other.status_, std::nullopt)) {}
+      status_(std::exchange(other.status_, std::nullopt)),
+      tree_(std::move(other.tree_)) {}
 
 Subprocess& Subprocess::operator=(Subprocess&& other) noexcept {
   if (this != &other) {
@@ -364,6 +356,7 @@ Subprocess& Subprocess::operator=(Subprocess&& other) noexcept {
     stderr_ = std::move(other.stderr_);
     pty_master_ = std::move(other.pty_master_);
     status_ = std::exchange(other.status_, std::nullopt);
+    tree_ = std::move(other.tree_);
   }
   return *this;
 }
@@ -373,10 +366,15 @@ Subprocess::~Subprocess() { Destroy(); }
 void Subprocess::Destroy() {
   if (pid_ > 0 && !status_) {
     // The leader is not reaped, so its pid (the group id) cannot have been reused.
-    (void)KillGroup(SIGKILL);
+    if (tree_) {
+      (void)tree_->End(Deadline::After(std::chrono::seconds(2)));
+    } else {
+      (void)KillGroup(SIGKILL);
+    }
     (void)Signal(SIGKILL);  // in case it left its group
     (void)Reap();
   }
+  tree_.reset();  // ends it: a tree still running after an early Reap is killed now
   pid_ = -1;
   status_.reset();
 }
@@ -419,6 +417,8 @@ Result<ExitStatus> Subprocess::Reap() {
     status.core_dumped = info.si_code == CLD_DUMPED;
   }
   status_ = status;
+  // The pid is free now: the sweep must not take a process that reuses it for the leader.
+  if (tree_) tree_->Attach(-1, false);
   return status;
 }
 
@@ -448,6 +448,25 @@ Status Subprocess::KillGroup(int sig) const {
 Result<bool> Subprocess::GroupAlive() const {
   if (pid_ <= 0) return false;
   return ProcessGroupAlive(pid_);
+}
+
+Status Subprocess::KillTree(int sig) const {
+  if (tree_) return tree_->Signal(sig);
+  return KillGroup(sig);
+}
+
+Result<bool> Subprocess::TreeAlive() const {
+  if (tree_) return tree_->Alive();
+  return GroupAlive();
+}
+
+Status Subprocess::EndTree(const Deadline& deadline) {
+  if (tree_) return tree_->End(deadline);
+  // The group: SIGKILL while the leader is unreaped (afterwards the id may be someone else's).
+  // Waiting for it is cheaper after the reap (WaitForProcessGroupExit): an unreaped leader
+  // still counts for kill(), so every check would have to scan /proc.
+  if (pid_ > 0 && !status_) (void)KillGroup(SIGKILL);
+  return Ok();
 }
 
 }  // namespace sandrun

@@ -1,0 +1,94 @@
+// cgroup v2 mechanics for holding one run's processes: a fresh cgroup per run, joined by the
+// child before execve, so every descendant is inside whatever it does (setsid, double fork,
+// daemonizing); signalled and killed as a whole (cgroup.kill); removed once empty.
+//
+// Pattern of use (Subprocess does this through ProcessTree, process_tree.h):
+//   const CgroupSupport& support = RunCgroupSupport();
+//   if (support.usable) {
+//     SANDRUN_ASSIGN_OR_RETURN(auto cgroup, RunCgroup::Create(support));
+//     // the child writes "0" to cgroup->procs_fd() before execve
+//     ...
+//     (void)cgroup->Remove(Deadline::After(2s));  // SIGKILL, wait until empty, rmdir
+//   }
+//
+// Where: run cgroups are children of the cgroup this process runs in (<cgroup2 mount><own
+// path>/sandrun-<pid>-<start ticks>-<n>), so they need no controller and no configuration, only
+// write access there (root, or a delegated subtree). The owner's pid and start time in the name
+// let a later sandrun process tell a live owner's cgroup from one left by a process that was
+// killed: the first Create of every process kills and removes those (RemoveStaleRunCgroups).
+// A process that exits normally while run cgroups still exist (background runs a server
+// shutdown deliberately left running) releases them at exit: the processes move to the parent
+// cgroup, untracked, and the run cgroups are removed. No run cgroup outlives its owner, except
+// that of an owner that died from a signal, until the next sandrun process starts a run.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "sandbox/base/deadline.h"
+#include "sandbox/base/result.h"
+#include "sandbox/os/unique_fd.h"
+
+namespace sandrun {
+
+struct CgroupSupport {
+  bool usable = false;
+  std::string parent;     // the directory run cgroups are created in
+  bool has_kill = false;  // cgroup.kill (Linux 5.14); without it: freeze, SIGKILL each, thaw
+  std::string why_not;    // when !usable: what is missing, for doctor
+};
+
+// Probed once per process, on first use: a cgroup2 mount, this process's cgroup in it, a child
+// cgroup created there, and a forked process moved into it and back out (no run cgroup is
+// left by the probe). Thread-safe.
+const CgroupSupport& RunCgroupSupport();
+
+class RunCgroup {
+ public:
+  // A new, empty run cgroup under support.parent.
+  static Result<std::unique_ptr<RunCgroup>> Create(const CgroupSupport& support);
+  RunCgroup(const RunCgroup&) = delete;
+  RunCgroup& operator=(const RunCgroup&) = delete;
+  // Remove() with a bounded wait; errors are ignored.
+  ~RunCgroup();
+
+  // cgroup.procs, open for writing (close-on-exec): a child writes "0" there to move itself in.
+  // It does not allocate, so it may run between fork and exec.
+  int procs_fd() const { return procs_.get(); }
+  const std::string& path() const { return path_; }
+
+  // Sends `sig` to every process in the cgroup and below it. SIGKILL goes through cgroup.kill;
+  // another signal is sent with the cgroup frozen, so no process forks or exits (and no pid is
+  // reused) between reading the members and signalling them. Nothing after Remove/Release.
+  Status Signal(int sig);
+  // Whether any live process is inside (zombies are not).
+  Result<bool> Populated() const;
+  // Waits until no process is inside or `deadline` passes. True if empty.
+  Result<bool> WaitEmpty(const Deadline& deadline) const;
+  // SIGKILL to everything inside, a wait until it is empty (up to `deadline`), then the
+  // cgroup's directory is removed (any sub-cgroups first). Idempotent. If processes are still
+  // dying at the deadline (uninterruptible sleep), the directory stays and its removal is
+  // retried by the next Create of this process.
+  Status Remove(const Deadline& deadline);
+  // Moves every process to the parent cgroup, where they run on untracked, and removes the
+  // directory. Idempotent.
+  Status Release();
+
+ private:
+  RunCgroup() = default;
+
+  std::string path_;
+  std::string parent_;
+  bool has_kill_ = false;
+  UniqueFd procs_;
+  UniqueFd events_;
+  std::mutex mu_;         // serialises Signal, Remove and Release
+  bool removed_ = false;  // guarded by mu_
+};
+
+// Kills and removes every run cgroup under `parent` whose owner (by pid and start time) is no
+// longer running. Errors are ignored: it is housekeeping.
+void RemoveStaleRunCgroups(const std::string& parent);
+
+}  // namespace sandrun
