@@ -68,10 +68,14 @@ Result<long> InContainerPid(int64_t host_pid) {
     if (line.rfind("NSpid:", 0) != 0) continue;
     std::istringstream fields(line.substr(6));
     long pid = 0;
-    for (long v; fields >> v;) pid = v;
-    if (pid > 0) return pid;
+    int levels = 0;
+    for (long v; fields >> v; ++levels) pid = v;
+    // One level: the process is in this machine's own pid namespace, so not an exec's (a pid of
+    // a remote engine that happens to exist here, or one reused since).
+    if (pid > 0 && levels >= 2) return pid;
   }
-  return Error(ErrorCode::kNotFound, "no NSpid for pid " + std::to_string(host_pid));
+  return Error(ErrorCode::kNotFound,
+               "pid " + std::to_string(host_pid) + " is not in a container's pid namespace");
 }
 
 // ---------------------------------------------------------------------------------------------

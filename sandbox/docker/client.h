@@ -66,7 +66,8 @@ struct ImportRequest {
 };
 
 // The pid inside its container of a host process (the innermost NSpid in /proc/<pid>/status).
-// Only where the engine runs on this machine: kNotFound otherwise, or once the process is gone.
+// Only where the engine runs on this machine: kNotFound otherwise, once the process is gone, or
+// when it is not in a nested pid namespace.
 Result<long> InContainerPid(int64_t host_pid);
 
 class Client {

@@ -137,11 +137,15 @@ Status KillContainerExecTree(docker::Client& client, const ExecTree& tree, int s
                              int64_t grace_ms) {
   grace_ms = std::max<int64_t>(grace_ms, 0);
   CallOptions opts{Deadline::After(std::chrono::milliseconds(grace_ms) + kKillerSlack), nullptr};
-  // The exec's own process by pid, when the engine is local and the exec still runs: it then
-  // counts even if it removed the marker from its environment.
+  // The exec's own process by pid, when the engine is local (a unix socket: its host pids are
+  // ours) and the exec still runs: it then counts even if it removed the marker from its
+  // environment. The killer takes it only if it is an exec's own process in that container.
   int64_t hint = 0;
-  if (auto info = client.InspectExec(tree.exec_id, opts); info && info->running && info->pid > 0) {
-    if (auto pid = docker::InContainerPid(info->pid)) hint = *pid;
+  if (client.endpoint().kind == docker::Endpoint::Kind::kUnix) {
+    auto info = client.InspectExec(tree.exec_id, opts);
+    if (info && info->running && info->pid > 0) {
+      if (auto pid = docker::InContainerPid(info->pid)) hint = *pid;
+    }
   }
   auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(Deadline::Clock::now() -
                                                                        tree.created_at)

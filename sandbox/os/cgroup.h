@@ -88,7 +88,9 @@ class RunCgroup {
 };
 
 // Kills and removes every run cgroup under `parent` whose owner (by pid and start time) is no
-// longer running. Errors are ignored: it is housekeeping.
+// longer running. Errors are ignored: it is housekeeping. Owners are looked up in this
+// process's pid namespace: two runners that share a cgroup but not a pid namespace would take
+// each other's run cgroups for stale ones.
 void RemoveStaleRunCgroups(const std::string& parent);
 
 }  // namespace sandrun

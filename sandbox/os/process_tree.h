@@ -5,7 +5,9 @@
 // Two mechanisms, chosen per process (DescribeTreeTracking says which one kAuto uses here):
 // - cgroup v2 (cgroup.h): the child joins a fresh cgroup before execve; membership is the
 //   kernel's and cannot be left by an unprivileged process. Signal(SIGKILL) is cgroup.kill.
-//   Needs write access to this process's cgroup (root, or a delegated subtree).
+//   Needs write access to this process's cgroup (root, or a delegated subtree). A command that
+//   runs as uid 0 could move itself out (the cgroup files are root's, so no capability is
+//   needed for that): the cgroup holds commands that run as another user (tools.exec.hostUser).
 // - sweep: without a writable cgroup2. The child's environment carries a random marker
 //   (kTreeTokenEnv, proc_table.h) and the tree is rebuilt from /proc whenever it is needed: the
 //   leader, its process group (and session on a PTY), every process carrying the marker, and,

@@ -295,8 +295,6 @@ Result<Subprocess> Subprocess::Spawn(const SpawnOptions& options) {
   if (!started) return std::move(started).error();
   pid_t pid = *started;
   proc.pid_ = pid;
-  if (tree) tree->Attach(pid, options.pty);
-  proc.tree_ = std::move(tree);
 
   child_in.reset();
   child_out.reset();
@@ -325,7 +323,10 @@ Result<Subprocess> Subprocess::Spawn(const SpawnOptions& options) {
   proc.pidfd_.reset(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
   if (!proc.pidfd_.valid()) {
     Error error = Error::FromErrno(errno, "pidfd_open");
-    if (proc.tree_) (void)proc.tree_->End(Deadline::After(std::chrono::seconds(2)));
+    if (tree) {
+      tree->Attach(pid, options.pty);  // still unreaped: its pid is safe to use
+      (void)tree->End(Deadline::After(std::chrono::seconds(2)));
+    }
     ::kill(-pid, SIGKILL);
     int status = 0;
     while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
@@ -333,6 +334,9 @@ Result<Subprocess> Subprocess::Spawn(const SpawnOptions& options) {
     proc.pid_ = -1;
     return error;
   }
+  // Only now: a child that failed before execve was reaped above, and its pid may be anyone's.
+  if (tree) tree->Attach(pid, options.pty);
+  proc.tree_ = std::move(tree);
   return proc;
 }
 

@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -243,6 +244,31 @@ TEST_F(ProcessTrees, SandboxTimeoutLeavesNoSleepInTheContainer) {
   } while (std::chrono::steady_clock::now() < until);
   EXPECT_EQ(seen.find("sleep 300\n"), std::string::npos) << seen;
   EXPECT_NE(seen.find("sleep infinity\n"), std::string::npos) << "the keeper runs on\n" << seen;
+}
+
+TEST_F(ProcessTrees, ARunnerWithoutCgroupAccessFallsBackToTheSweep) {
+  // A runner that is not root (and has no delegated cgroup subtree) cannot create cgroups: it
+  // says so in doctor and still kills the whole tree. The test runs the binary as nobody.
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to run the binary as nobody";
+  const std::string home = scratch_ + "/home";
+  ASSERT_EQ(::mkdir(home.c_str(), 0700), 0);
+  ASSERT_EQ(::chown(home.c_str(), 65534, 65534), 0);
+  { std::ofstream(home + "/config.json") << R"({"sandbox": {"mode": "off"}})"; }
+  ASSERT_EQ(::chown((home + "/config.json").c_str(), 65534, 65534), 0);
+  auto as_nobody = [&](std::vector<std::string> args) {
+    std::vector<std::string> argv = {
+        "/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+        SANDRUN_BINARY,     "--workspace",   scratch_};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return RunProcess(argv, {{"SANDRUN_HOME", home}});
+  };
+  auto doctor = as_nobody({"doctor"});
+  EXPECT_NE(doctor.out.find("process-tree sweep of /proc"), std::string::npos) << doctor.out;
+  auto r = as_nobody({"exec", "--timeout", "2", "--",
+                      Child(9, "(setsid X &)") + Child(10, "setsid X &") + "sleep 100"});
+  EXPECT_EQ(r.exit_code, 124) << r.out << r.err;
+  EXPECT_TRUE(Gone(9));
+  EXPECT_TRUE(Gone(10));
 }
 
 TEST_F(ProcessTrees, DoctorNamesTheMechanism) {
