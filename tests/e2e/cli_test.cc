@@ -68,7 +68,7 @@ TEST(CliDoctorTest, JsonReportIsOneObject) {
   std::set<std::string> names;
   for (const auto& c : checks->GetArray()) names.insert(JsonString(c, "name"));
   EXPECT_EQ(names, (std::set<std::string>{"state-dir", "engine", "api-version", "image", "seccomp",
-                                          "profile"}));
+                                          "process-tree", "profile"}));
 }
 
 TEST(CliDoctorTest, UnreachableEngineFailsWithinFiveSeconds) {
