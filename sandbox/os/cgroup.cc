@@ -360,10 +360,11 @@ Result<std::unique_ptr<RunCgroup>> RunCgroup::Create(const CgroupSupport& suppor
   if (::mkdir(cgroup->path_.c_str(), 0755) != 0) {
     return Error::FromErrno(errno, "mkdir " + cgroup->path_);
   }
+  cgroup->dir_.reset(::open(cgroup->path_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   cgroup->procs_.reset(::open((cgroup->path_ + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC));
   cgroup->events_.reset(::open((cgroup->path_ + "/cgroup.events").c_str(), O_RDONLY | O_CLOEXEC));
-  if (!cgroup->procs_.valid() || !cgroup->events_.valid()) {
-    Error e = Error::FromErrno(errno, "open " + cgroup->path_ + "/cgroup.{procs,events}");
+  if (!cgroup->dir_.valid() || !cgroup->procs_.valid() || !cgroup->events_.valid()) {
+    Error e = Error::FromErrno(errno, "open " + cgroup->path_ + "{,/cgroup.procs,/cgroup.events}");
     ::rmdir(cgroup->path_.c_str());
     return e;
   }

@@ -6,7 +6,7 @@
 //   const CgroupSupport& support = RunCgroupSupport();
 //   if (support.usable) {
 //     SANDRUN_ASSIGN_OR_RETURN(auto cgroup, RunCgroup::Create(support));
-//     // the child writes "0" to cgroup->procs_fd() before execve
+//     // the child starts in cgroup->dir_fd() (clone3), or writes "0" to procs_fd()
 //     ...
 //     (void)cgroup->Remove(Deadline::After(2s));  // SIGKILL, wait until empty, rmdir
 //   }
@@ -56,6 +56,9 @@ class RunCgroup {
   // cgroup.procs, open for writing (close-on-exec): a child writes "0" there to move itself in.
   // It does not allocate, so it may run between fork and exec.
   int procs_fd() const { return procs_.get(); }
+  // The cgroup's directory (O_RDONLY | O_DIRECTORY, close-on-exec), for clone3's
+  // CLONE_INTO_CGROUP: the child starts inside.
+  int dir_fd() const { return dir_.get(); }
   const std::string& path() const { return path_; }
 
   // Sends `sig` to every process in the cgroup and below it. SIGKILL goes through cgroup.kill;
@@ -81,6 +84,7 @@ class RunCgroup {
   std::string path_;
   std::string parent_;
   bool has_kill_ = false;
+  UniqueFd dir_;
   UniqueFd procs_;
   UniqueFd events_;
   std::mutex mu_;         // serialises Signal, Remove and Release

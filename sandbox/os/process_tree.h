@@ -62,7 +62,9 @@ class ProcessTree {
   ~ProcessTree();
 
   bool uses_cgroup() const { return cgroup_ != nullptr; }
-  // The child writes "0" to this fd before execve (a cgroup), or -1 (the sweep).
+  // The child starts in this cgroup (clone3 CLONE_INTO_CGROUP), or writes "0" to the procs fd
+  // before execve; both -1 for the sweep.
+  int cgroup_dir_fd() const { return cgroup_ ? cgroup_->dir_fd() : -1; }
   int cgroup_procs_fd() const { return cgroup_ ? cgroup_->procs_fd() : -1; }
   // "KEY=VALUE" the child's environment must carry (the sweep), or "" (a cgroup).
   const std::string& env_entry() const { return env_entry_; }

@@ -156,6 +156,11 @@ class Subprocess {
   std::unique_ptr<ProcessTree> tree_;  // null: the process group is the tree
 };
 
+// For tests: from now on, children join their cgroup by writing cgroup.procs themselves (what
+// kernels without clone3's CLONE_INTO_CGROUP, other architectures and sanitizer builds do)
+// instead of being started inside it. Process-wide.
+void UseCgroupProcsWriteForTesting();
+
 // Whether any live (non-zombie) process has process group `pgid`: kill(-pgid, 0) first, then a
 // scan of /proc, because a zombie that nobody has reaped yet still counts for kill().
 Result<bool> ProcessGroupAlive(pid_t pgid);

@@ -130,6 +130,37 @@ TEST_P(ProcessTreeTest, TimeoutKillsASetsidChildAndADoubleFork) {
   EXPECT_EQ(LiveWithArgs(Sleeper(2)), std::vector<pid_t>{});
 }
 
+TEST_P(ProcessTreeTest, AChildThatWritesCgroupProcsItselfIsTrackedToo) {
+  // Kernels before 5.7, other architectures and sanitizer builds: no clone3 into the cgroup.
+  UseCgroupProcsWriteForTesting();
+  HostExecutor host = Executor();
+  auto out = host.Run(HostPlan(Child(11, "(setsid X &)") + "sleep 100", 1000), nullptr, nullptr);
+  ASSERT_TRUE(out) << out.error().ToString();
+  EXPECT_EQ(out->status, Status::kTimedOut);
+  EXPECT_EQ(LiveWithArgs(Sleeper(11)), std::vector<pid_t>{});
+  if (GetParam() == TreeTracking::kAuto) {
+    auto cgroup = host.Run(HostPlan("cat /proc/self/cgroup", 10000), nullptr, nullptr);
+    ASSERT_TRUE(cgroup) << cgroup.error().ToString();
+    EXPECT_NE(cgroup->aggregated.find("/sandrun-" + std::to_string(::getpid()) + "-"),
+              std::string::npos)
+        << cgroup->aggregated;
+  }
+}
+
+TEST_P(ProcessTreeTest, TheCommandStartsInARunCgroupOfItsOwn) {
+  HostExecutor host = Executor();
+  auto first = host.Run(HostPlan("cat /proc/self/cgroup", 10000), nullptr, nullptr);
+  auto second = host.Run(HostPlan("cat /proc/self/cgroup", 10000), nullptr, nullptr);
+  ASSERT_TRUE(first && second);
+  const std::string mine = "/sandrun-" + std::to_string(::getpid()) + "-";
+  if (GetParam() == TreeTracking::kSweep) {
+    EXPECT_EQ(first->aggregated.find(mine), std::string::npos) << first->aggregated;
+  } else {
+    EXPECT_NE(first->aggregated.find(mine), std::string::npos) << first->aggregated;
+    EXPECT_NE(first->aggregated, second->aggregated) << "one cgroup per run";
+  }
+}
+
 TEST_P(ProcessTreeTest, TermIgnoringEscapeIsKilledAfterTheGrace) {
   HostExecutor host = Executor();
   std::string cmd = Child(3, "(setsid X &)", "trap \"\" TERM; ") + "sleep 100";
