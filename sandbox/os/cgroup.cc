@@ -5,7 +5,6 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -273,35 +272,11 @@ CgroupSupport Probe() {
         "this process's cgroup " + parent + " is not reachable (" + std::strerror(errno) + ")";
     return s;
   }
-  // A real probe: a child cgroup, and a process moved into it.
-  std::string probe = NextRunPath(parent);
-  if (::mkdir(probe.c_str(), 0755) != 0) {
-    s.why_not = "cannot create a cgroup in " + parent + " (" + std::strerror(errno) +
+  // Creating a run cgroup needs the directory; moving a child out of this cgroup into it needs
+  // this cgroup's cgroup.procs (their common ancestor's).
+  if (::access(parent.c_str(), W_OK) != 0 || ::access((parent + "/cgroup.procs").c_str(), W_OK)) {
+    s.why_not = "cannot create cgroups in " + parent + " (" + std::strerror(errno) +
                 "): not root and no delegated cgroup subtree";
-    return s;
-  }
-  s.has_kill = ::access((probe + "/cgroup.kill").c_str(), F_OK) == 0;
-  UniqueFd procs(::open((probe + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC));
-  int join_errno = procs.valid() ? 0 : errno;
-  if (procs.valid()) {
-    pid_t pid = ::fork();
-    if (pid == 0) {
-      ssize_t n = ::write(procs.get(), "0", 1);
-      ::_exit(n == 1 ? 0 : (errno & 0xff));
-    }
-    int status = 0;
-    if (pid < 0) {
-      join_errno = errno;
-    } else {
-      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-      }
-      join_errno = WIFEXITED(status) ? WEXITSTATUS(status) : EIO;
-    }
-  }
-  ::rmdir(probe.c_str());
-  if (join_errno != 0) {
-    s.why_not = "cannot move a process into a cgroup under " + parent + " (" +
-                std::strerror(join_errno) + ")";
     return s;
   }
   s.usable = true;
@@ -309,11 +284,26 @@ CgroupSupport Probe() {
   return s;
 }
 
+struct SupportState {
+  std::mutex mu;
+  CgroupSupport support = Probe();
+};
+SupportState& Support() {
+  static auto* state = new SupportState();  // never destroyed: used from atexit
+  return *state;
+}
+
 }  // namespace
 
-const CgroupSupport& RunCgroupSupport() {
-  static const CgroupSupport support = Probe();
-  return support;
+CgroupSupport RunCgroupSupport() {
+  std::lock_guard<std::mutex> lock(Support().mu);
+  return Support().support;
+}
+
+void MarkRunCgroupsUnusable(const std::string& why) {
+  std::lock_guard<std::mutex> lock(Support().mu);
+  Support().support.usable = false;
+  Support().support.why_not = why;
 }
 
 void RemoveStaleRunCgroups(const std::string& parent) {
@@ -355,11 +345,11 @@ Result<std::unique_ptr<RunCgroup>> RunCgroup::Create(const CgroupSupport& suppor
   }
   std::unique_ptr<RunCgroup> cgroup(new RunCgroup());
   cgroup->parent_ = support.parent;
-  cgroup->has_kill_ = support.has_kill;
   cgroup->path_ = NextRunPath(support.parent);
   if (::mkdir(cgroup->path_.c_str(), 0755) != 0) {
     return Error::FromErrno(errno, "mkdir " + cgroup->path_);
   }
+  cgroup->has_kill_ = ::access((cgroup->path_ + "/cgroup.kill").c_str(), F_OK) == 0;
   cgroup->dir_.reset(::open(cgroup->path_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   cgroup->procs_.reset(::open((cgroup->path_ + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC));
   cgroup->events_.reset(::open((cgroup->path_ + "/cgroup.events").c_str(), O_RDONLY | O_CLOEXEC));

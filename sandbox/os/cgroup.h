@@ -3,7 +3,7 @@
 // daemonizing); signalled and killed as a whole (cgroup.kill); removed once empty.
 //
 // Pattern of use (Subprocess does this through ProcessTree, process_tree.h):
-//   const CgroupSupport& support = RunCgroupSupport();
+//   CgroupSupport support = RunCgroupSupport();
 //   if (support.usable) {
 //     SANDRUN_ASSIGN_OR_RETURN(auto cgroup, RunCgroup::Create(support));
 //     // the child starts in cgroup->dir_fd() (clone3), or writes "0" to procs_fd()
@@ -34,15 +34,17 @@ namespace sandrun {
 
 struct CgroupSupport {
   bool usable = false;
-  std::string parent;     // the directory run cgroups are created in
-  bool has_kill = false;  // cgroup.kill (Linux 5.14); without it: freeze, SIGKILL each, thaw
-  std::string why_not;    // when !usable: what is missing, for doctor
+  std::string parent;   // the directory run cgroups are created in
+  std::string why_not;  // when !usable: what is missing, for doctor
 };
 
-// Probed once per process, on first use: a cgroup2 mount, this process's cgroup in it, a child
-// cgroup created there, and a forked process moved into it and back out (no run cgroup is
-// left by the probe). Thread-safe.
-const CgroupSupport& RunCgroupSupport();
+// Probed once per process, on first use, without side effects: a cgroup2 mount, this process's
+// cgroup in it, and write access there (to create a cgroup and to move a process out of this
+// one). Not usable any more once MarkRunCgroupsUnusable was called. Thread-safe.
+CgroupSupport RunCgroupSupport();
+// A run cgroup could not be created or joined after all (a delegation rule the probe cannot
+// see, a cgroup limit): later runs use the sweep. `why` is what doctor then reports.
+void MarkRunCgroupsUnusable(const std::string& why);
 
 class RunCgroup {
  public:
@@ -83,7 +85,7 @@ class RunCgroup {
 
   std::string path_;
   std::string parent_;
-  bool has_kill_ = false;
+  bool has_kill_ = false;  // cgroup.kill (Linux 5.14); without it: freeze, SIGKILL each, thaw
   UniqueFd dir_;
   UniqueFd procs_;
   UniqueFd events_;

@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <deque>
 #include <thread>
@@ -23,12 +24,11 @@ constexpr int kStopRounds = 20;
 }  // namespace
 
 TreeTrackingInfo DescribeTreeTracking() {
-  const CgroupSupport& support = RunCgroupSupport();
+  CgroupSupport support = RunCgroupSupport();
   TreeTrackingInfo info;
   info.cgroup = support.usable;
   if (support.usable) {
-    info.detail = "a cgroup v2 per run under " + support.parent +
-                  (support.has_kill ? " (cgroup.kill)" : " (freeze + SIGKILL: no cgroup.kill)");
+    info.detail = "a cgroup v2 per run under " + support.parent;
   } else {
     info.detail = "sweep of /proc by a per-run environment marker and lineage (no cgroup: " +
                   support.why_not + ")";
@@ -42,14 +42,18 @@ Result<std::unique_ptr<ProcessTree>> ProcessTree::Create(TreeTracking tracking) 
   }
   std::unique_ptr<ProcessTree> tree(new ProcessTree());
   if (tracking == TreeTracking::kAuto) {
-    const CgroupSupport& support = RunCgroupSupport();
+    CgroupSupport support = RunCgroupSupport();
     if (support.usable) {
       auto cgroup = RunCgroup::Create(support);
       if (cgroup) {
         tree->cgroup_ = std::move(cgroup).value();
         return tree;
       }
-      // Out of descriptors, a cgroup limit reached: the sweep still tracks the tree.
+      // Refused after all (a cgroup limit, a delegation rule): the sweep tracks this tree and
+      // the next ones.
+      if (cgroup.error().sys_errno != EMFILE && cgroup.error().sys_errno != ENFILE) {
+        MarkRunCgroupsUnusable(cgroup.error().ToString());
+      }
     }
   }
   SANDRUN_ASSIGN_OR_RETURN(std::string token, NewTreeToken());

@@ -28,6 +28,10 @@
 namespace sandrun {
 namespace {
 
+// The step name of a child that could not get into its run cgroup (clone3 refused it, or its
+// write to cgroup.procs failed): Spawn then falls back to the sweep.
+constexpr char kCgroupJoinStep[] = "cgroup join";
+
 // What a child that failed before execve writes on the report pipe. Smaller than PIPE_BUF, so
 // the write is atomic and the parent reads all of it or nothing.
 struct ChildFailure {
@@ -66,7 +70,7 @@ struct ChildPlan {
 [[noreturn]] void ChildMain(const ChildPlan& plan) {
   // Into the run's cgroup before anything else, so that everything the command starts is in it.
   if (plan.cgroup_fd >= 0 && ::write(plan.cgroup_fd, "0", 1) != 1) {
-    ChildFail(plan.report_fd, "cgroup join", errno);
+    ChildFail(plan.report_fd, kCgroupJoinStep, errno);
   }
   // Default dispositions for every signal: SIG_IGN survives execve (a runner that ignores SIGPIPE
   // would make `yes | head` spin), and a parent's handler must never run in the child.
@@ -202,7 +206,7 @@ Result<pid_t> StartChild(const ChildPlan& plan) {
     long pid = sandrun_clone3_run(&args, sizeof(args), CloneEntry, &direct);
     if (pid > 0 || (pid != -ENOSYS && pid != -EINVAL && pid != -E2BIG)) {
       ::munmap(stack, kStackBytes);
-      if (pid < 0) return Error::FromErrno(static_cast<int>(-pid), "clone3");
+      if (pid < 0) return Error::FromErrno(static_cast<int>(-pid), kCgroupJoinStep);
       return static_cast<pid_t>(pid);
     }
     clone_into_cgroup_works.store(false, std::memory_order_relaxed);  // an older kernel
@@ -286,6 +290,13 @@ Result<bool> WaitForProcessGroupExit(pid_t pgid, const Deadline& deadline) {
     if (deadline.expired()) return false;
     ::usleep(2000);
   }
+}
+
+Result<Subprocess> Subprocess::SpawnWithoutCgroup(const SpawnOptions& options, const Error& why) {
+  MarkRunCgroupsUnusable("a process could not join its run cgroup: " + why.ToString());
+  SpawnOptions sweep = options;
+  sweep.tree = TreeTracking::kSweep;
+  return Spawn(sweep);
 }
 
 Result<Subprocess> Subprocess::Spawn(const SpawnOptions& options) {
@@ -374,7 +385,12 @@ Result<Subprocess> Subprocess::Spawn(const SpawnOptions& options) {
   ::pthread_sigmask(SIG_SETMASK, &all, &saved);
   Result<pid_t> started = StartChild(plan);
   ::pthread_sigmask(SIG_SETMASK, &saved, nullptr);
-  if (!started) return std::move(started).error();
+  if (!started) {
+    if (tree && tree->uses_cgroup() && started.error().message.rfind(kCgroupJoinStep, 0) == 0) {
+      return SpawnWithoutCgroup(options, started.error());
+    }
+    return std::move(started).error();
+  }
   pid_t pid = *started;
   proc.pid_ = pid;
 
@@ -399,7 +415,11 @@ Result<Subprocess> Subprocess::Spawn(const SpawnOptions& options) {
     }
     proc.pid_ = -1;
     if (got != sizeof(failure)) return Error(ErrorCode::kInternal, "short child report");
-    return ChildError(failure, options);
+    Error error = ChildError(failure, options);
+    if (tree && tree->uses_cgroup() && error.message.rfind(kCgroupJoinStep, 0) == 0) {
+      return SpawnWithoutCgroup(options, error);  // nothing ran: the child failed before execve
+    }
+    return error;
   }
 
   proc.pidfd_.reset(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));

@@ -73,8 +73,10 @@ struct SpawnOptions {
   ChildSteps child_steps;
 
   // What KillTree, TreeAlive and EndTree cover (process_tree.h). kGroup: the process group. A
-  // tracked tree is set up before the child starts: with a cgroup the child joins it first thing
-  // (a failure is the step "cgroup join"); with the sweep its environment gets the marker.
+  // tracked tree is set up before the child starts: with a cgroup the child starts in it (or
+  // joins it first thing); with the sweep its environment gets the marker. A child that cannot
+  // get into its cgroup fails before execve, and Spawn starts it again with the sweep (and
+  // every later one: MarkRunCgroupsUnusable).
   TreeTracking tree = TreeTracking::kGroup;
 };
 
@@ -145,6 +147,7 @@ class Subprocess {
  private:
   Subprocess() = default;
   void Destroy();
+  static Result<Subprocess> SpawnWithoutCgroup(const SpawnOptions& options, const Error& why);
 
   pid_t pid_ = -1;
   UniqueFd pidfd_;

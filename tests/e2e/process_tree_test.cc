@@ -34,13 +34,25 @@ namespace {
 
 using std::chrono::milliseconds;
 
-// Run cgroups under `parent` whose owner is gone and that are empty: a normal exit path that
-// forgot to remove one (a killed runner leaves populated ones, which the next run removes).
+// Run cgroups whose owner is gone and that are empty: a normal exit path that forgot to remove
+// one (a killed runner leaves populated ones, which the next run removes). Read twice, a moment
+// apart: another process may be removing a stale one right now.
+std::vector<std::string> LeakedRunCgroupsNow();
 std::vector<std::string> LeakedRunCgroups() {
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  std::vector<std::string> leaked = LeakedRunCgroupsNow();
+  while (!leaked.empty() && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(milliseconds(50));
+    leaked = LeakedRunCgroupsNow();
+  }
+  return leaked;
+}
+std::vector<std::string> LeakedRunCgroupsNow() {
   std::vector<std::string> out;
-  const CgroupSupport& support = RunCgroupSupport();
+  CgroupSupport support = RunCgroupSupport();
   if (!support.usable) return out;
-  for (const auto& e : std::filesystem::directory_iterator(support.parent)) {
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(support.parent, ec)) {
     std::string name = e.path().filename().string();
     long pid = 0;
     unsigned long long start = 0;

@@ -18,6 +18,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstring>
 #include <filesystem>
 #include <mutex>
 #include <string>
@@ -48,7 +49,7 @@ bool Running(const std::string& args) { return testing::RunsWithin(args, millise
 // Run cgroups of this test process (sandrun-<pid>-...), if this machine has them.
 std::vector<std::string> OwnRunCgroups() {
   std::vector<std::string> out;
-  const CgroupSupport& support = RunCgroupSupport();
+  CgroupSupport support = RunCgroupSupport();
   if (!support.usable) return out;
   const std::string prefix = "sandrun-" + std::to_string(::getpid()) + "-";
   for (const auto& e : std::filesystem::directory_iterator(support.parent)) {
@@ -268,10 +269,14 @@ class RunCgroupTest : public ::testing::Test {
     }
   }
 
-  // A `sleep` moved into `dir` before it execs, once it runs; reaped by TearDown.
-  pid_t SleepIn(const std::string& dir, const std::string& args_tail) {
+  // A `sleep` moved into `dir` before it execs, once it runs (-1 if it does not: with `expect`
+  // that is a failure); reaped by TearDown.
+  pid_t SleepIn(const std::string& dir, const std::string& args_tail, bool expect = true) {
     int fd = ::open((dir + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC);
-    EXPECT_GE(fd, 0) << dir;
+    if (fd < 0) {
+      EXPECT_FALSE(expect) << dir << ": " << std::strerror(errno);
+      return -1;
+    }
     pid_t pid = ::fork();
     if (pid == 0) {
       if (::write(fd, "0", 1) != 1) ::_exit(126);
@@ -281,8 +286,9 @@ class RunCgroupTest : public ::testing::Test {
     ::close(fd);
     started_.push_back(pid);
     // Exec'd means it is inside: the write comes first.
-    EXPECT_TRUE(testing::RunsWithin("sleep " + args_tail, milliseconds(10000))) << args_tail;
-    return pid;
+    bool runs = testing::RunsWithin("sleep " + args_tail, milliseconds(expect ? 10000 : 2000));
+    EXPECT_TRUE(runs || !expect) << args_tail;
+    return runs ? pid : -1;
   }
 
   static bool Alive(pid_t pid) {
@@ -295,26 +301,42 @@ class RunCgroupTest : public ::testing::Test {
 
 TEST_F(RunCgroupTest, StaleCgroupOfADeadOwnerIsKilledAndRemovedAndALiveOwnersKept) {
   const std::string parent = RunCgroupSupport().parent;
-  // A dead owner: a pid that is not running with that start time (a reaped child's pid).
-  pid_t dead = ::fork();
-  if (dead == 0) ::_exit(0);
-  ::waitpid(dead, nullptr, 0);
-  const std::string stale = parent + "/sandrun-" + std::to_string(dead) + "-1-1";
-  ASSERT_EQ(::mkdir(stale.c_str(), 0755), 0) << stale;
-  const std::string nested = stale + "/inner";
-  ASSERT_EQ(::mkdir(nested.c_str(), 0755), 0);
-  pid_t orphan = SleepIn(stale, "1000." + std::to_string(::getpid()) + "91");
-  pid_t nested_orphan = SleepIn(nested, "1000." + std::to_string(::getpid()) + "92");
-  // A live owner (this process), with a process of its own.
   auto self = ReadProcStat(::getpid());
   ASSERT_TRUE(self);
-  const std::string live = parent + "/sandrun-" + std::to_string(::getpid()) + "-" +
-                           std::to_string(self->start_ticks) + "-999999";
+  const std::string mine =
+      parent + "/sandrun-" + std::to_string(::getpid()) + "-" + std::to_string(self->start_ticks);
+  // A dead owner's run cgroup (a reaped child's pid), with a process in it and in a nested
+  // one. Any sandrun process that starts a run meanwhile (tests run in parallel) cleans stale
+  // ones up, and cgroup2 has no rename to build it under another name first: set up again
+  // when that happened.
+  std::string stale;
+  pid_t orphan = -1, nested_orphan = -1;
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    pid_t dead = ::fork();
+    if (dead == 0) ::_exit(0);
+    ::waitpid(dead, nullptr, 0);
+    stale = parent + "/sandrun-" + std::to_string(dead) + "-1-1";
+    ASSERT_EQ(::mkdir(stale.c_str(), 0755), 0) << stale;
+    ::mkdir((stale + "/inner").c_str(), 0755);
+    orphan = SleepIn(stale, "1000." + std::to_string(::getpid()) + "91", false);
+    nested_orphan = SleepIn(stale + "/inner", "1000." + std::to_string(::getpid()) + "92", false);
+    if (orphan > 0 && nested_orphan > 0 && std::filesystem::exists(stale)) break;
+    RemoveStaleRunCgroups(parent);
+  }
+  ASSERT_TRUE(orphan > 0 && nested_orphan > 0) << "could not set up " << stale;
+  // A live owner's (this process's), with a process of its own.
+  const std::string live = mine + "-999999";
   ASSERT_EQ(::mkdir(live.c_str(), 0755), 0);
   pid_t kept = SleepIn(live, "1000." + std::to_string(::getpid()) + "93");
 
   RemoveStaleRunCgroups(parent);
 
+  // (Another sandrun process may be doing the same cleanup right now: bounded polls.)
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while ((std::filesystem::exists(stale) || Alive(orphan) || Alive(nested_orphan)) &&
+         std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(milliseconds(10));
+  }
   EXPECT_FALSE(std::filesystem::exists(stale));
   EXPECT_FALSE(Alive(orphan));
   EXPECT_FALSE(Alive(nested_orphan));
