@@ -2,7 +2,6 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -383,23 +382,11 @@ Status RunCgroup::Signal(int sig) {
 }
 
 Result<bool> RunCgroup::Populated() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (removed_) return false;
   int populated = ReadKey(events_.get(), "populated");
   if (populated < 0) return Error::FromErrno(errno, "read " + path_ + "/cgroup.events");
   return populated != 0;
-}
-
-Result<bool> RunCgroup::WaitEmpty(const Deadline& deadline) const {
-  for (;;) {
-    int populated = ReadKey(events_.get(), "populated");
-    if (populated < 0) return Error::FromErrno(errno, "read " + path_ + "/cgroup.events");
-    if (populated == 0) return true;
-    if (deadline.expired()) return false;
-    // cgroup.events signals a change with POLLPRI; the timeout bounds a missed notification.
-    pollfd p{events_.get(), POLLPRI, 0};
-    int ms =
-        deadline.is_never() ? 50 : static_cast<int>(std::min<int64_t>(deadline.remaining_ms(), 50));
-    (void)::poll(&p, 1, std::max(ms, 1));
-  }
 }
 
 Status RunCgroup::Remove(const Deadline& deadline) {
@@ -412,6 +399,7 @@ Status RunCgroup::Remove(const Deadline& deadline) {
     empty = WaitUnpopulated(path_, deadline);
     removed = RemoveTree(path_);
     removed_ = true;  // a failed rmdir is retried by the next Create, not by us
+    CloseDescriptors();
   }
   if (removed) return Ok();
   RetryLater(path_);
@@ -434,7 +422,14 @@ Status RunCgroup::Release() {
   if (frozen) Thaw(path_);
   Status removed = RemoveTree(path_);
   removed_ = true;
+  CloseDescriptors();
   return removed;
+}
+
+void RunCgroup::CloseDescriptors() {
+  dir_.reset();
+  procs_.reset();
+  events_.reset();
 }
 
 }  // namespace sandrun

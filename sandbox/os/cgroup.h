@@ -67,14 +67,13 @@ class RunCgroup {
   // another signal is sent with the cgroup frozen, so no process forks or exits (and no pid is
   // reused) between reading the members and signalling them. Nothing after Remove/Release.
   Status Signal(int sig);
-  // Whether any live process is inside (zombies are not).
+  // Whether any live process is inside (zombies are not); false after Remove/Release.
   Result<bool> Populated() const;
-  // Waits until no process is inside or `deadline` passes. True if empty.
-  Result<bool> WaitEmpty(const Deadline& deadline) const;
   // SIGKILL to everything inside, a wait until it is empty (up to `deadline`), then the
   // cgroup's directory is removed (any sub-cgroups first). Idempotent. If processes are still
   // dying at the deadline (uninterruptible sleep), the directory stays and its removal is
-  // retried by the next Create of this process.
+  // retried by the next Create of this process. The descriptors are closed (a finished
+  // background session may be kept for a long time).
   Status Remove(const Deadline& deadline);
   // Moves every process to the parent cgroup, where they run on untracked, and removes the
   // directory. Idempotent.
@@ -82,6 +81,7 @@ class RunCgroup {
 
  private:
   RunCgroup() = default;
+  void CloseDescriptors();  // with mu_ held
 
   std::string path_;
   std::string parent_;
@@ -89,8 +89,8 @@ class RunCgroup {
   UniqueFd dir_;
   UniqueFd procs_;
   UniqueFd events_;
-  std::mutex mu_;         // serialises Signal, Remove and Release
-  bool removed_ = false;  // guarded by mu_
+  mutable std::mutex mu_;  // guards removed_ and the descriptors' lifetime
+  bool removed_ = false;
 };
 
 // Kills and removes every run cgroup under `parent` whose owner (by pid and start time) is no

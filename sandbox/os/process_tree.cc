@@ -16,7 +16,7 @@ namespace {
 using std::chrono::milliseconds;
 
 constexpr milliseconds kEndWait{2000};
-constexpr milliseconds kSweepPoll{5};
+constexpr milliseconds kGonePoll{5};
 // Rounds of SIGSTOP before the SIGKILL: each round stops what the previous scan found; a fork
 // that raced a round is found by the next one.
 constexpr int kStopRounds = 20;
@@ -160,18 +160,11 @@ Result<bool> ProcessTree::Alive() {
 }
 
 Result<bool> ProcessTree::WaitGone(const Deadline& deadline) {
-  if (cgroup_) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (ended_) return true;
-    }
-    return cgroup_->WaitEmpty(deadline);
-  }
   for (;;) {
     SANDRUN_ASSIGN_OR_RETURN(bool alive, Alive());
     if (!alive) return true;
     if (deadline.expired()) return false;
-    std::this_thread::sleep_for(kSweepPoll);
+    std::this_thread::sleep_for(kGonePoll);
   }
 }
 

@@ -243,6 +243,24 @@ TEST_P(ProcessTreeTest, TheSweepMarksTheEnvironmentAndACgroupDoesNot) {
   EXPECT_EQ(out->aggregated, GetParam() == TreeTracking::kSweep ? "1\n" : "0\n");
 }
 
+TEST_P(ProcessTreeTest, FinishedBackgroundRunsKeepNoTreeDescriptors) {
+  // Sessions keep finished processes for a long time: their trees hold nothing open.
+  auto count_fds = [] {
+    return std::distance(std::filesystem::directory_iterator("/proc/self/fd"),
+                         std::filesystem::directory_iterator());
+  };
+  HostExecutor host = Executor();
+  auto before = count_fds();
+  std::vector<std::unique_ptr<RunningProcess>> kept;
+  for (int i = 0; i < 20; ++i) {
+    auto proc = host.Start(HostPlan("true", 10000), nullptr);
+    ASSERT_TRUE(proc) << proc.error().ToString();
+    EXPECT_EQ((*proc)->Wait().status, Status::kExited);
+    kept.push_back(std::move(proc).value());
+  }
+  EXPECT_LE(count_fds() - before, 2 * 20) << "a pidfd and stdin per kept process, nothing more";
+}
+
 INSTANTIATE_TEST_SUITE_P(Mechanisms, ProcessTreeTest,
                          ::testing::Values(TreeTracking::kAuto, TreeTracking::kSweep),
                          [](const auto& param_info) {
