@@ -3,9 +3,11 @@
 // Subprocess owns one when SpawnOptions::tree asks for it.
 //
 // Two mechanisms, chosen per process (DescribeTreeTracking says which one kAuto uses here):
-// - cgroup v2 (cgroup.h): the child joins a fresh cgroup before execve; membership is the
-//   kernel's and cannot be left by an unprivileged process. Signal(SIGKILL) is cgroup.kill.
-//   Needs write access to this process's cgroup (root, or a delegated subtree). A command that
+// - cgroup v2 (cgroup.h): the child starts in a fresh cgroup (clone3 CLONE_INTO_CGROUP) or
+//   joins it before execve; membership is the kernel's and cannot be left by an unprivileged
+//   process. Signal(SIGKILL) is cgroup.kill. Needs write access to this process's cgroup (root,
+//   or a delegated subtree); a cgroup that cannot be created or joined after all turns this
+//   process over to the sweep (MarkRunCgroupsUnusable; doctor says why). A command that
 //   runs as uid 0 could move itself out (the cgroup files are root's, so no capability is
 //   needed for that): the cgroup holds commands that run as another user (tools.exec.hostUser).
 // - sweep: without a writable cgroup2. The child's environment carries a random marker
