@@ -12,20 +12,21 @@ namespace sandrun::exec {
 namespace {
 
 // Runs inside the container as
-//   sh -c SCRIPT sandrun-kill SIGNAL GRACE_MS TOKEN HINT_PID ELAPSED_MS
+//   sh -c SCRIPT sandrun-kill SIGNAL GRACE_MS MARKER HINT_PID ELAPSED_MS
+// (MARKER is the whole environment entry, "SANDRUN_EXEC_TOKEN=<token>")
 // (see container_kill.h for what it takes and spares). Plain POSIX sh with builtins only in the
 // loops (read, kill, eval), so it works with busybox ash and dash alike; grep -z finds the
 // marker, one grep per scan. The process table is kept in variables named by pid (pp_<pid>
 // parent, sd_<pid> session, st_<pid> state, t_<pid> start ticks, g_<pid> the scan that saw it);
 // every name that goes through eval is built from digits only.
-constexpr char kKillerScript[] = R"sh(sig=$1 grace=$2 token=$3 hint=$4 elapsed=$5
+constexpr char kKillerScript[] = R"sh(sig=$1 grace=$2 marker=$3 hint=$4 elapsed=$5
 me=$$ gen=0 c1=
 read -r c1 < /proc/1/comm
 # Ticks since boot (USER_HZ = 100, as /proc/<pid>/stat counts them) from /proc/uptime's "s.cc".
 now() { read -r up rest < /proc/uptime; t=$(( ${up%.*} * 100 + 1${up#*.} - 100 )); }
 scan() {
   gen=$((gen + 1)) all= roots= keeper= kstart= carriers=
-  [ -z "$token" ] || carriers=$(grep -lzxF -e "SANDRUN_EXEC_TOKEN=$token" /proc/[0-9]*/environ 2>/dev/null)
+  [ -z "$marker" ] || carriers=$(grep -lzxF -e "$marker" /proc/[0-9]*/environ 2>/dev/null)
   for f in /proc/[0-9]*/stat; do
     p=${f#/proc/}; p=${p%/stat}
     case $p in ''|*[!0-9]*) continue ;; esac
@@ -157,7 +158,7 @@ Status KillContainerExecTree(docker::Client& client, const ExecTree& tree, int s
                 "sandrun-kill",
                 std::to_string(signal),
                 std::to_string(grace_ms),
-                tree.token,
+                tree.token.empty() ? std::string() : std::string(kTreeTokenEnv) + "=" + tree.token,
                 std::to_string(hint),
                 std::to_string(std::max<int64_t>(elapsed, 0))};
   killer.user = tree.user;

@@ -3,7 +3,9 @@
 // children that called setsid, double forks adopted by the container's init, processes that
 // cleared their environment, and a process disguised as the container's keeper; while the
 // keeper, processes older than the exec and another active exec's tree are left alone.
-// What is left is read with `ps` in a separate docker exec, polled for a bounded time.
+// What is left is read from the container's /proc in a separate docker exec (the bookworm image
+// has no ps), polled for a bounded time; the minimal image is the default, bookworm (dash, GNU
+// grep) runs the killer too.
 //
 // Each "sleep 30N" is a unique command line, so a pid the kernel reuses is never mistaken for
 // a survivor. Containers carry the executor's labels, and a state dir under /tmp/sandrun-e2e-*
@@ -29,6 +31,11 @@ namespace {
 
 using exec::ExecOutcome;
 using std::chrono::milliseconds;
+
+// A shell function that prints every process's command line (busybox and Debian alike).
+constexpr char kListArgs[] =
+    "list_args() { for f in /proc/[0-9]*/cmdline; do a=$(tr '\\0' ' ' < \"$f\" 2>/dev/null); "
+    "[ -z \"$a\" ] || echo \"${a% }\"; done; }";
 
 class ContainerTreeTest : public ::testing::Test {
  protected:
@@ -83,13 +90,13 @@ class ContainerTreeTest : public ::testing::Test {
     return o ? std::move(o).value() : ExecOutcome{};
   }
 
-  // `ps -o args` in the scope's container, through its own exec.
+  // Every process's command line in the scope's container, one a line, through its own exec.
   std::string Ps() {
     auto list = client_->ListContainers(
         {std::string(exec::kInstanceLabel) + "=" + spec_.instance_id}, false);
     if (!list || list->empty()) return "(no running container)";
     docker::ExecSpec ps;
-    ps.cmd = {"ps", "-o", "args"};
+    ps.cmd = {"/bin/sh", "-c", std::string(kListArgs) + "; list_args"};
     std::string out;
     auto code = client_->RunExec(list->front().id, ps,
                                  [&](docker::StreamKind, std::string_view b) { out.append(b); });
@@ -126,8 +133,9 @@ class ContainerTreeTest : public ::testing::Test {
 std::string StartThen(const std::string& start, const std::vector<std::string>& sleeps,
                       const std::string& rest) {
   std::string wait;
-  for (const auto& s : sleeps) wait += "ps -o args | grep -qx '" + s + "' || continue; ";
-  return start + "\nwhile :; do sleep 0.05; " + wait + "break; done; echo started; " + rest;
+  for (const auto& s : sleeps) wait += "list_args | grep -qx '" + s + "' || continue; ";
+  return std::string(kListArgs) + "\n" + start + "\nwhile :; do sleep 0.05; " + wait +
+         "break; done; echo started; " + rest;
 }
 
 TEST_F(ContainerTreeTest, TimeoutKillsASetsidChildAfterTheExecsShellExited) {
@@ -217,6 +225,29 @@ TEST_F(ContainerTreeTest, WhatIgnoresTermIsKilledAfterTheGrace) {
   EXPECT_EQ(o.status, ExecOutcome::Status::kTimedOut);
   EXPECT_TRUE(Gone("sleep 312")) << Ps();
   EXPECT_GE(took, milliseconds(1000 + 500)) << "the timeout, then the grace";
+}
+
+TEST_F(ContainerTreeTest, TheKillerWorksWithDashAndGnuGrepToo) {
+  spec_.image = "sandrun-sandbox:bookworm";
+  // No other exec: everything the exec started goes.
+  ExecOutcome o = Run(StartThen("(env -i setsid sleep 313 &)", {"sleep 313"}, "sleep 100"), 1000);
+  EXPECT_EQ(o.status, ExecOutcome::Status::kTimedOut) << o.aggregated;
+  EXPECT_TRUE(Gone("sleep 313")) << Ps();
+  // Another exec active: the marker and the lineage decide.
+  auto bg = executor_->Start(Plan(StartThen("", {}, "exec sleep 314"), 0), nullptr);
+  ASSERT_TRUE(bg) << bg.error().ToString();
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (Count("sleep 314") == 0 && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  ASSERT_EQ(Count("sleep 314"), 1u) << Ps();
+  o = Run(StartThen("(setsid sleep 315 &)", {"sleep 315"}, "sleep 100"), 1000);
+  EXPECT_EQ(o.status, ExecOutcome::Status::kTimedOut) << o.aggregated;
+  EXPECT_TRUE(Gone("sleep 315")) << Ps();
+  EXPECT_EQ(Count("sleep 314"), 1u) << "the other exec's\n" << Ps();
+  ASSERT_TRUE((*bg)->Kill(SIGKILL));
+  (*bg)->Wait();
+  EXPECT_TRUE(Gone("sleep 314")) << Ps();
 }
 
 }  // namespace
