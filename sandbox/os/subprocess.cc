@@ -206,7 +206,14 @@ Result<pid_t> StartChild(const ChildPlan& plan) {
     long pid = sandrun_clone3_run(&args, sizeof(args), CloneEntry, &direct);
     if (pid > 0 || (pid != -ENOSYS && pid != -EINVAL && pid != -E2BIG)) {
       ::munmap(stack, kStackBytes);
-      if (pid < 0) return Error::FromErrno(static_cast<int>(-pid), kCgroupJoinStep);
+      if (pid < 0) {
+        // Refused because of the cgroup (permissions, its type, it is gone), or out of
+        // something that a plain clone would be out of too (EAGAIN, ENOMEM).
+        int err = static_cast<int>(-pid);
+        bool cgroup = err == EACCES || err == EPERM || err == EBUSY || err == EOPNOTSUPP ||
+                      err == ENOENT || err == ENODEV || err == EBADF;
+        return Error::FromErrno(err, cgroup ? kCgroupJoinStep : "clone3");
+      }
       return static_cast<pid_t>(pid);
     }
     clone_into_cgroup_works.store(false, std::memory_order_relaxed);  // an older kernel
