@@ -23,6 +23,7 @@
 #include "sandbox/harden/seccomp_support.h"
 #include "sandbox/os/host_path.h"
 #include "sandbox/os/mounts.h"
+#include "sandbox/os/process_tree.h"
 
 namespace sandrun::api {
 namespace {
@@ -380,6 +381,9 @@ DoctorReport RunDoctor() {
   report.checks.push_back(FilterCheck());
   report.checks.push_back(ConfineCheck());
   MountChecks(report.checks);
+  TreeTrackingInfo tree = DescribeTreeTracking();  // how a timed-out host command's tree dies
+  report.checks.push_back(
+      Check("process-tree", tree.cgroup ? Level::kOk : Level::kWarn, tree.detail));
   ProfileChecks(report.checks);
   return report;
 }

@@ -36,24 +36,6 @@ class LineSplitter {
   std::string pending_;
 };
 
-// The in-container pid of a host pid, from /proc/<pid>/status "NSpid: host ... innermost".
-Result<long> ContainerPid(int64_t host_pid) {
-  auto status = ReadFile("/proc/" + std::to_string(host_pid) + "/status", 1u << 16);
-  if (!status) {
-    return Error(ErrorCode::kNotFound, "cannot map exec pid " + std::to_string(host_pid) +
-                                           " into its container (is the engine on another host?)");
-  }
-  std::istringstream in(*status);
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("NSpid:", 0) != 0) continue;
-    std::istringstream fields(line.substr(6));
-    long pid = 0;
-    for (long v; fields >> v;) pid = v;
-    if (pid > 0) return pid;
-  }
-  return Error(ErrorCode::kNotFound, "no NSpid for pid " + std::to_string(host_pid));
-}
-
 // Runs inside the container as `sh -c SCRIPT sandrun-kill SIGNAL PID`: stops the process and
 // all its descendants (found through /proc/<pid>/stat's ppid field, so children that left the
 // process group are found too), signals them all, then lets them run to receive it. Plain POSIX
@@ -74,6 +56,27 @@ kill -CONT $pids 2>/dev/null
 exit 0)sh";
 
 }  // namespace
+
+Result<long> InContainerPid(int64_t host_pid) {
+  auto status = ReadFile("/proc/" + std::to_string(host_pid) + "/status", 1u << 16);
+  if (!status) {
+    return Error(ErrorCode::kNotFound, "cannot map exec pid " + std::to_string(host_pid) +
+                                           " into its container (is the engine on another host?)");
+  }
+  std::istringstream in(*status);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("NSpid:", 0) != 0) continue;
+    std::istringstream fields(line.substr(6));
+    long pid = 0;
+    int levels = 0;
+    for (long v; fields >> v; ++levels) pid = v;
+    // One level: the process is in this machine's own pid namespace, so not an exec's (a pid of
+    // a remote engine that happens to exist here, or one reused since).
+    if (pid > 0 && levels >= 2) return pid;
+  }
+  return Error(ErrorCode::kNotFound,
+               "pid " + std::to_string(host_pid) + " is not in a container's pid namespace");
+}
 
 // ---------------------------------------------------------------------------------------------
 // ExecStream
@@ -435,7 +438,7 @@ Result<int64_t> Client::RunExec(const std::string& container, const ExecSpec& sp
 Status Client::KillExec(const std::string& exec_id, int signal, const CallOptions& options) {
   SANDRUN_ASSIGN_OR_RETURN(ExecInfo info, InspectExec(exec_id, options));
   if (!info.running || info.pid <= 0) return Ok();  // nothing left to kill
-  SANDRUN_ASSIGN_OR_RETURN(long pid, ContainerPid(info.pid));
+  SANDRUN_ASSIGN_OR_RETURN(long pid, InContainerPid(info.pid));
   ExecSpec killer;
   killer.cmd = {"/bin/sh",          "-c", kKillTreeScript, "sandrun-kill", std::to_string(signal),
                 std::to_string(pid)};

@@ -65,6 +65,11 @@ struct ImportRequest {
   std::function<void(const ProgressMessage&)> on_progress;  // optional
 };
 
+// The pid inside its container of a host process (the innermost NSpid in /proc/<pid>/status).
+// Only where the engine runs on this machine: kNotFound otherwise, once the process is gone, or
+// when it is not in a nested pid namespace.
+Result<long> InContainerPid(int64_t host_pid);
+
 class Client {
  public:
   explicit Client(std::shared_ptr<Transport> transport, ClientOptions options = {});
@@ -129,7 +134,9 @@ class Client {
   Result<int64_t> RunExec(const std::string& container, const ExecSpec& spec,
                           const OutputSink& sink, const CallOptions& options = {});
   // Sends `signal` to an exec's process, its process group and all its descendants inside the
-  // container. Needs the engine's host /proc (a local engine) to map the exec's pid.
+  // container, if it still runs. Needs the engine's host /proc (a local engine) to map the exec's
+  // pid, and misses what left the exec's lineage (a double fork); the sandbox executor kills
+  // whole trees with KillContainerExecTree (sandbox/executors/container_kill.h).
   Status KillExec(const std::string& exec_id, int signal, const CallOptions& options = {});
 
  private:

@@ -315,16 +315,8 @@ Result<EnsuredContainer> DockerExecutor::EnsureNamed(const SandboxSpec& spec,
   return EnsuredContainer{name, info->id, false};
 }
 
-Status DockerExecutor::KillExecTree(const std::string& exec_id, int64_t grace_ms) {
-  CallOptions opts{Deadline::After(std::chrono::seconds(10)), nullptr};
-  SANDRUN_RETURN_IF_ERROR(client_->KillExec(exec_id, SIGTERM, opts));
-  auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms);
-  while (std::chrono::steady_clock::now() < until) {
-    auto info = client_->InspectExec(exec_id, opts);
-    if (!info || !info->running) return Ok();
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return client_->KillExec(exec_id, SIGKILL, opts);
+Status DockerExecutor::KillExecTree(const ExecTree& tree, int signal, int64_t grace_ms) {
+  return KillContainerExecTree(*client_, tree, signal, grace_ms);
 }
 
 docker::ExecSpec DockerExecutor::ExecSpecFor(const Plan& plan, bool attach_stdin) {
@@ -347,7 +339,9 @@ docker::ExecSpec DockerExecutor::ExecSpecFor(const Plan& plan, bool attach_stdin
 Result<DockerExecutor::CreatedExec> DockerExecutor::CreateExecFor(
     const Plan& plan, const docker::ExecSpec& spec, std::vector<std::string>* warnings) {
   SANDRUN_ASSIGN_OR_RETURN(EnsuredContainer container, EnsureContainer(plan.sandbox, warnings));
-  auto exec_id = client_->CreateExec(container.id, spec);
+  docker::ExecSpec marked = spec;
+  SANDRUN_ASSIGN_OR_RETURN(ExecTree tree, MarkExec(marked));
+  auto exec_id = client_->CreateExec(container.id, marked);
   if (!exec_id && exec_id.error().code != ErrorCode::kDockerUnreachable) {
     // The container is there but cannot run anything (stopped, paused, pids exhausted, hung):
     // kill it and try once more in a fresh one.
@@ -355,22 +349,27 @@ Result<DockerExecutor::CreatedExec> DockerExecutor::CreateExecFor(
                         exec_id.error().ToString() + "); recreated it.");
     (void)client_->RemoveContainer(container.id, true);
     SANDRUN_ASSIGN_OR_RETURN(container, EnsureContainer(plan.sandbox, warnings));
-    exec_id = client_->CreateExec(container.id, spec);
+    exec_id = client_->CreateExec(container.id, marked);
   }
   if (!exec_id) return SandboxUnavailable(std::move(exec_id).error(), "creating the exec");
-  return CreatedExec{std::move(container), *exec_id};
+  tree.container = container.id;
+  tree.exec_id = *exec_id;
+  return CreatedExec{std::move(container), *exec_id, std::move(tree)};
 }
 
-ExecOutcome DockerExecutor::Finish(const Plan& plan, const std::string& exec_id,
-                                   const std::string& container, Status streamed,
+ExecOutcome DockerExecutor::Finish(const Plan& plan, const CreatedExec& exec, Status streamed,
                                    OutputCollector& collector, const CancelToken* cancel,
                                    Deadline::Clock::time_point started_at) {
+  const std::string& exec_id = exec.exec_id;
+  const std::string& container = exec.container.name;
   ExecOutcome outcome;
   outcome.cwd = plan.cwd;
   outcome.where = "container " + container;
   if (!streamed) {
     ErrorCode code = streamed.error().code;
-    (void)KillExecTree(exec_id, plan.kill_grace_ms);
+    if (auto killed = KillExecTree(exec.tree, SIGTERM, plan.kill_grace_ms); !killed) {
+      outcome.warnings.push_back(killed.error().ToString());
+    }
     if (code == ErrorCode::kTimeout && plan.timeout_ms > 0) {
       outcome.status = ExecOutcome::Status::kTimedOut;
     } else {
@@ -460,11 +459,10 @@ Result<ExecOutcome> DockerExecutor::Run(const Plan& plan, const LiveSink& live,
   }
   if (!streamed && streamed.error().code != ErrorCode::kTimeout &&
       streamed.error().code != ErrorCode::kCancelled) {
-    (void)KillExecTree(created.exec_id, plan.kill_grace_ms);
+    (void)KillExecTree(created.tree, SIGTERM, plan.kill_grace_ms);
     return std::move(streamed).error().Wrap("running in " + created.container.name);
   }
-  ExecOutcome outcome = Finish(plan, created.exec_id, created.container.name, std::move(streamed),
-                               collector, cancel, started_at);
+  ExecOutcome outcome = Finish(plan, created, std::move(streamed), collector, cancel, started_at);
   outcome.warnings.insert(outcome.warnings.begin(), warnings.begin(), warnings.end());
   return outcome;
 }
@@ -492,8 +490,7 @@ class DockerRunningProcess final : public RunningProcess {
       CallOptions opts = StreamOptions(plan_, &cancel_);
       Status streamed = stream_->PumpToEnd(CollectorSink(collector_), opts);
       ExecOutcome outcome =
-          executor_->Finish(plan_, created_.exec_id, created_.container.name, std::move(streamed),
-                            collector_, nullptr, started_at_);
+          executor_->Finish(plan_, created_, std::move(streamed), collector_, nullptr, started_at_);
       outcome.warnings.insert(outcome.warnings.begin(), warnings_.begin(), warnings_.end());
       std::lock_guard<std::mutex> lock(mu_);
       outcome_ = std::move(outcome);
@@ -528,8 +525,7 @@ class DockerRunningProcess final : public RunningProcess {
   }
   Status Kill(int signal) override {
     if (finished()) return Ok();
-    return client_->KillExec(created_.exec_id, signal,
-                             {Deadline::After(std::chrono::seconds(10)), nullptr});
+    return KillContainerExecTree(*client_, created_.tree, signal, 0);
   }
   bool finished() const override {
     std::lock_guard<std::mutex> lock(mu_);

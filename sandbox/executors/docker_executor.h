@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "sandbox/docker/client.h"
+#include "sandbox/executors/container_kill.h"
 #include "sandbox/executors/executor.h"
 #include "sandbox/executors/host_mounts.h"
 #include "sandbox/executors/sandbox_registry.h"
@@ -94,11 +95,12 @@ class DockerExecutor final : public Executor, public std::enable_shared_from_thi
   struct CreatedExec {
     EnsuredContainer container;
     std::string exec_id;
+    ExecTree tree;  // what finds the exec's processes in the container (container_kill.h)
   };
   // The outcome of an exec whose stream ended (or failed with `streamed`): kills the tree on a
   // timeout or cancellation, reads the exit code, fills the output fields.
-  ExecOutcome Finish(const Plan& plan, const std::string& exec_id, const std::string& container,
-                     Status streamed, OutputCollector& collector, const CancelToken* cancel,
+  ExecOutcome Finish(const Plan& plan, const CreatedExec& exec, Status streamed,
+                     OutputCollector& collector, const CancelToken* cancel,
                      Deadline::Clock::time_point started_at);
 
  private:
@@ -107,7 +109,7 @@ class DockerExecutor final : public Executor, public std::enable_shared_from_thi
   Result<CreatedExec> CreateExecFor(const Plan& plan, const docker::ExecSpec& spec,
                                     std::vector<std::string>* warnings);
   Result<EnsuredContainer> CreateAndStart(const SandboxSpec& spec, const std::string& name);
-  Status KillExecTree(const std::string& exec_id, int64_t grace_ms);
+  Status KillExecTree(const ExecTree& tree, int signal, int64_t grace_ms);
 
   // Ensures the container under one candidate name; `taken` is set (and nothing done) when the
   // name belongs to another scope.

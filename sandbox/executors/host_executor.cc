@@ -34,7 +34,7 @@ constexpr int kMaxReadsPerWakeup = 16;
 constexpr int64_t kCheckIntervalMs = 50;
 // How long to wait for SIGKILLed processes to be gone before returning anyway (a process in
 // uninterruptible sleep dies when its system call ends).
-constexpr milliseconds kGroupExitWait{2000};
+constexpr milliseconds kTreeExitWait{2000};
 
 struct OutputStream {
   UniqueFd fd;
@@ -65,9 +65,9 @@ int MsUntil(const Deadline& d) {
 
 enum class Phase {
   kRunning,      // the leader runs; watch the timeout and the cancel token
-  kTerminating,  // SIGTERM sent to the group; SIGKILL when the grace ends with members left
+  kTerminating,  // SIGTERM sent to the tree; SIGKILL when the grace ends with members left
   kDraining,     // the leader exited on its own; read what the pipes still hold
-  kFinalDrain,   // the group got SIGKILL; read until EOF (bounded: escaped processes)
+  kFinalDrain,   // the tree got SIGKILL; read until EOF (bounded: a process in D state)
 };
 
 }  // namespace
@@ -87,8 +87,8 @@ std::vector<OutputStream> TakeOutputs(Subprocess& proc, bool pty) {
 }
 
 // Pumps a spawned process's output until it ended, enforcing the limits and the cancel token;
-// kills what is left of the group and reaps. `reap_mu` (optional) guards the reap against a
-// concurrent KillGroup from another thread.
+// kills what is left of the tree and reaps. `reap_mu` (optional) guards the reap against a
+// concurrent KillTree from another thread.
 Result<ExecOutcome> Pump(Subprocess& proc, std::vector<OutputStream> streams,
                          const RunLimits& limits, const LiveSink& live, const CancelToken* cancel,
                          Deadline::Clock::time_point started, std::mutex* reap_mu);
@@ -121,9 +121,9 @@ Result<ExecOutcome> Pump(Subprocess& proc, std::vector<OutputStream> streams,
     return std::none_of(streams.begin(), streams.end(),
                         [](const OutputStream& s) { return s.fd.valid(); });
   };
-  auto kill_group_and_drain = [&] {
+  auto kill_tree_and_drain = [&] {
     // The leader is not reaped yet, so pgid still names our group and nothing else.
-    (void)proc.KillGroup(SIGKILL);
+    (void)proc.KillTree(SIGKILL);
     phase = Phase::kFinalDrain;
     drain_until = Deadline::After(limits.drain_grace);
   };
@@ -135,7 +135,7 @@ Result<ExecOutcome> Pump(Subprocess& proc, std::vector<OutputStream> streams,
       bool cancelled = cancel != nullptr && cancel->cancelled();
       if (cancelled || timeout.expired()) {
         timed_out = !cancelled;
-        (void)proc.KillGroup(SIGTERM);
+        (void)proc.KillTree(SIGTERM);
         phase = Phase::kTerminating;
         kill_at = Deadline::After(milliseconds(std::max<int64_t>(limits.kill_grace_ms, 0)));
       }
@@ -148,13 +148,13 @@ Result<ExecOutcome> Pump(Subprocess& proc, std::vector<OutputStream> streams,
       bool done = kill_at.expired();
       if (!done && leader_exited) {
         // Zombies do not count: an unreaped leader, or orphans init has not reaped yet.
-        Result<bool> alive = proc.GroupAlive();
+        Result<bool> alive = proc.TreeAlive();
         done = !alive || !*alive;
       }
-      if (done) kill_group_and_drain();
+      if (done) kill_tree_and_drain();
     }
     if (phase == Phase::kDraining && (all_closed() || drain_until.expired())) {
-      kill_group_and_drain();
+      kill_tree_and_drain();
     }
     if (phase == Phase::kFinalDrain && (all_closed() || drain_until.expired())) break;
 
@@ -194,15 +194,19 @@ Result<ExecOutcome> Pump(Subprocess& proc, std::vector<OutputStream> streams,
   }
 
   ExecOutcome outcome;
+  // The tree got SIGKILL above; a killed process closes its pipes before it is fully gone.
+  // Kill again whatever started since, and wait until nothing of the run is alive (usually no
+  // wait at all), so that nothing of it outlives Run; its cgroup goes with it. Before the
+  // reap: an unreaped leader keeps its pid, so no process reusing it is taken for the run's.
+  (void)proc.EndTree(Deadline::After(kTreeExitWait));
   std::unique_lock<std::mutex> reap_lock;
   if (reap_mu != nullptr) reap_lock = std::unique_lock<std::mutex>(*reap_mu);
-  Result<ExitStatus> status = proc.Reap();  // exited, or dies from the SIGKILL just sent
+  Result<ExitStatus> status = proc.Reap();  // exited, or died from the SIGKILL just sent
   if (reap_lock.owns_lock()) reap_lock.unlock();
-  // The group got SIGKILL above; a killed process closes its pipes before it is fully gone.
-  // Wait for that (usually no wait at all: with the leader reaped the group is empty), so that
-  // nothing of the run is alive when Run returns. Reaped leader or not, the group id cannot be
-  // reused while a member, even a zombie, remains, and this only looks.
-  (void)WaitForProcessGroupExit(proc.pgid(), Deadline::After(kGroupExitWait));
+  // Without a tree, the group's stragglers (usually none: the group is empty once the leader
+  // is reaped). Reaped leader or not, the group id cannot be reused while a member remains.
+  if (!proc.tracks_tree())
+    (void)WaitForProcessGroupExit(proc.pgid(), Deadline::After(kTreeExitWait));
   if (status) {
     outcome.exit_code = status->exited() ? status->exit_code : -1;
     outcome.signal = status->signal;
@@ -219,7 +223,7 @@ Result<ExecOutcome> Pump(Subprocess& proc, std::vector<OutputStream> streams,
 }
 
 // A gateway command running in the background: a pump thread reads its output while the owner
-// writes stdin, resizes the PTY or kills the group.
+// writes stdin, resizes the PTY or kills the tree.
 class HostRunningProcess final : public RunningProcess {
  public:
   HostRunningProcess(Subprocess proc, bool pty, RunLimits limits, LiveSink sink, std::string cwd,
@@ -253,7 +257,7 @@ class HostRunningProcess final : public RunningProcess {
   }
 
   ~HostRunningProcess() override {
-    cancel_.Cancel();  // the pump kills the group (TERM, then KILL after the grace)
+    cancel_.Cancel();  // the pump kills the tree (TERM, then KILL after the grace)
     (void)Kill(SIGKILL);
     if (thread_.joinable()) thread_.join();
   }
@@ -300,8 +304,8 @@ class HostRunningProcess final : public RunningProcess {
 
   Status Kill(int signal) override {
     std::lock_guard<std::mutex> lock(reap_mu_);
-    if (proc_.reaped()) return Ok();  // the group id may belong to someone else by now
-    return proc_.KillGroup(signal);
+    if (proc_.reaped()) return Ok();  // the pump ended the tree before it reaped
+    return proc_.KillTree(signal);
   }
 
   bool finished() const override {
@@ -410,6 +414,7 @@ Result<SpawnOptions> HostExecutor::SpawnFor(const Plan& plan, SpawnOptions::Stdi
   spawn.pty_rows = plan.pty_rows;
   spawn.pty_cols = plan.pty_cols;
   spawn.pipe_bytes = options_.pipe_bytes;
+  spawn.tree = options_.tree;
 
   // Loaded and compiled once per process; the child only reads the prepared result.
   const std::string profile = plan.host_profile.empty() ? "default" : plan.host_profile;

@@ -1,5 +1,6 @@
 // HostExecutor: runs a gateway Plan as `<plan.shell> -c <plan.command>` on this machine, in its
-// own process group, with exactly plan.env, in plan.cwd, on pipes or a PTY.
+// own process group and tracked process tree, with exactly plan.env, in plan.cwd, on pipes or a
+// PTY.
 //
 // Pattern of use:
 //   HostExecutor host;
@@ -9,16 +10,23 @@
 // - Output: stdout and stderr are read with poll in big chunks and fed to an OutputCollector in
 //   arrival order (a PTY is all Stream::kStdout). Between two pipes, "arrival order" is the order
 //   the reads happen in: bytes written to both within one wake-up have no defined order.
-// - Timeout (plan.timeout_ms > 0) and cancellation: SIGTERM to the whole process group, then
-//   SIGKILL to the group once plan.kill_grace_ms has passed with any live member left. A timeout
-//   is kTimedOut; a cancelled run reports the status its leader ended with (usually kSignaled
+// - The tree (Options::tree, process_tree.h): the shell and everything it starts, including
+//   processes that left its process group or session (setsid, double forks, nohup): a cgroup v2
+//   per run where the runner can create one, else a sweep of /proc by an environment marker and
+//   lineage (the marker, SANDRUN_EXEC_TOKEN, is then in the command's environment).
+// - Timeout (plan.timeout_ms > 0) and cancellation: SIGTERM to the whole tree, then SIGKILL to
+//   the tree once plan.kill_grace_ms has passed with any live member left. A timeout is
+//   kTimedOut; a cancelled run reports the status its leader ended with (usually kSignaled
 //   SIGTERM), as OpenClaw does.
 // - The end of a foreground run: once the shell has exited, output is drained until the pipes
 //   reach EOF, for at most Options::drain_grace (a background `sleep 100 &` holding stdout must
 //   not hang the call; OpenClaw waits for stdio to close, i.e. until its timeout). Then every
-//   process left in the group is killed with SIGKILL: a foreground exec leaves nothing running
-//   (OpenClaw leaves such children alone). Processes that left the group (setsid) survive.
-//   The group is signalled while the shell is still unreaped, so its id cannot have been reused.
+//   process left in the tree is killed with SIGKILL and Run returns once none is alive: a
+//   foreground exec leaves nothing running, not even what left the process group (OpenClaw
+//   leaves such children alone). The same holds for a background run when its shell exits, is
+//   killed (RunningProcess::Kill signals the whole tree) or times out, and when the process
+//   object is destroyed (a server shutting down). The tree is killed while the shell is still
+//   unreaped, so its pid (the group id) cannot have been reused.
 // - Spawn failures (missing shell, bad cwd, ...) are Errors: nothing ran.
 // - Hardening: every command runs under the host profile plan.host_profile ("" = "default"):
 //   capabilities dropped, no_new_privs, rlimits and its seccomp filter loaded last, in the child
@@ -80,6 +88,8 @@ class HostExecutor : public Executor {
     std::vector<std::string> read_only_paths;
     // Tests: act as a kernel that refuses (or allows) confinement; nullopt asks the kernel.
     std::optional<Status> confine_support;
+    // How the command's process tree is tracked; tests force kSweep where cgroups work.
+    TreeTracking tree = TreeTracking::kAuto;
   };
 
   HostExecutor() = default;
@@ -88,7 +98,7 @@ class HostExecutor : public Executor {
   Result<ExecOutcome> Run(const Plan& plan, const LiveSink& live,
                           const CancelToken* cancel) override;
   // In the background: stdin is a pipe kept open (or the PTY), output goes to `sink` from a pump
-  // thread; the plan's timeout applies; destroying the process kills its group.
+  // thread; the plan's timeout applies; destroying the process kills its tree.
   Result<std::unique_ptr<RunningProcess>> Start(const Plan& plan, LiveSink sink) override;
 
  private:

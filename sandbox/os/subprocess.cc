@@ -1,6 +1,5 @@
 #include "sandbox/os/subprocess.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
@@ -13,7 +12,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <climits>
 #include <cstdint>
 #include <cstdio>
@@ -21,10 +22,15 @@
 #include <string_view>
 #include <utility>
 
+#include "sandbox/os/proc_table.h"
 #include "sandbox/os/pty.h"
 
 namespace sandrun {
 namespace {
+
+// The step name of a child that could not get into its run cgroup (clone3 refused it, or its
+// write to cgroup.procs failed): Spawn then falls back to the sweep.
+constexpr char kCgroupJoinStep[] = "cgroup join";
 
 // What a child that failed before execve writes on the report pipe. Smaller than PIPE_BUF, so
 // the write is atomic and the parent reads all of it or nothing.
@@ -45,6 +51,8 @@ struct ChildPlan {
   int stderr_fd = -1;
   bool pty = false;  // stdin_fd is the terminal: become a session leader and take it
   int report_fd = -1;
+  int cgroup_fd = -1;      // the run cgroup's cgroup.procs, written by the child; or -1
+  int cgroup_dir_fd = -1;  // the run cgroup itself, for clone3(CLONE_INTO_CGROUP); or -1
   ChildSteps steps;
 };
 
@@ -60,6 +68,10 @@ struct ChildPlan {
 
 // Runs in the child between fork and execve: no allocation, no locks, no logging.
 [[noreturn]] void ChildMain(const ChildPlan& plan) {
+  // Into the run's cgroup before anything else, so that everything the command starts is in it.
+  if (plan.cgroup_fd >= 0 && ::write(plan.cgroup_fd, "0", 1) != 1) {
+    ChildFail(plan.report_fd, kCgroupJoinStep, errno);
+  }
   // Default dispositions for every signal: SIG_IGN survives execve (a runner that ignores SIGPIPE
   // would make `yes | head` spin), and a parent's handler must never run in the child.
   struct sigaction dfl {};
@@ -108,6 +120,60 @@ constexpr bool kShareMemoryWithChild = true;
 
 int CloneEntry(void* plan) { ChildMain(*static_cast<const ChildPlan*>(plan)); }
 
+// clone3(CLONE_VM | CLONE_VFORK | CLONE_INTO_CGROUP): the child starts inside the run's cgroup.
+// Cheaper than the child writing to cgroup.procs: a migration takes the cgroup subsystem's
+// fork lock for writing, which waits for an RCU grace period (~1-10 ms here) when migrations
+// are rare; a fork into a cgroup takes it for reading. glibc (before 2.39) has no wrapper that
+// runs a function on a new stack, so x86-64 gets a few lines of assembly; other architectures,
+// kernels without clone3 or CLONE_INTO_CGROUP (before 5.7) and sanitizer builds let the child
+// write cgroup.procs instead.
+#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#define SANDRUN_CLONE_INTO_CGROUP 1
+struct CloneArgs {  // struct clone_args of <linux/sched.h>, version 2 (88 bytes)
+  uint64_t flags = 0;
+  uint64_t pidfd = 0;
+  uint64_t child_tid = 0;
+  uint64_t parent_tid = 0;
+  uint64_t exit_signal = 0;
+  uint64_t stack = 0;
+  uint64_t stack_size = 0;
+  uint64_t tls = 0;
+  uint64_t set_tid = 0;
+  uint64_t set_tid_size = 0;
+  uint64_t cgroup = 0;
+};
+constexpr uint64_t kCloneIntoCgroup = 0x200000000ULL;  // CLONE_INTO_CGROUP
+// long sandrun_clone3_run(CloneArgs* args, size_t size, int (*fn)(void*), void* arg): the
+// parent gets the child's pid or -errno; the child runs fn(arg) on args->stack and exits with
+// its result (fn never returns here: it execs or _exits).
+extern "C" long sandrun_clone3_run(CloneArgs* args, size_t size, int (*fn)(void*), void* arg);
+asm(R"(
+  .text
+  .globl sandrun_clone3_run
+  .hidden sandrun_clone3_run
+  .type sandrun_clone3_run, @function
+  .p2align 4
+sandrun_clone3_run:
+  movq %rdx, %r8          # fn and arg survive the system call in r8 and r9
+  movq %rcx, %r9
+  movl $435, %eax         # __NR_clone3
+  syscall
+  testq %rax, %rax
+  jz 1f
+  ret                     # the parent: pid or -errno
+1:
+  xorl %ebp, %ebp         # the child, on its own stack (16-byte aligned at the top)
+  movq %r9, %rdi
+  callq *%r8
+  movl %eax, %edi
+  movl $60, %eax          # __NR_exit
+  syscall
+  hlt
+  .size sandrun_clone3_run, .-sandrun_clone3_run
+)");
+std::atomic<bool> clone_into_cgroup_works{true};
+#endif
+
 // Starts the child and returns once it has called execve or exited. By default as posix_spawn
 // does: clone(CLONE_VM | CLONE_VFORK) on a small stack of its own, which skips copying the
 // parent's page tables (fork costs ~1.5 ms more per exec on these machines). The child then
@@ -127,6 +193,32 @@ Result<pid_t> StartChild(const ChildPlan& plan) {
   if (stack == MAP_FAILED) return Error::FromErrno(errno, "mmap child stack");
   ::mprotect(stack, page, PROT_NONE);  // guard page: an overflow faults instead of corrupting
   char* top = static_cast<char*>(stack) + kStackBytes;
+#ifdef SANDRUN_CLONE_INTO_CGROUP
+  if (plan.cgroup_dir_fd >= 0 && clone_into_cgroup_works.load(std::memory_order_relaxed)) {
+    ChildPlan direct = plan;
+    direct.cgroup_fd = -1;  // already inside
+    CloneArgs args;
+    args.flags = CLONE_VM | CLONE_VFORK | kCloneIntoCgroup;
+    args.exit_signal = SIGCHLD;
+    args.stack = reinterpret_cast<uintptr_t>(stack);
+    args.stack_size = kStackBytes;
+    args.cgroup = static_cast<uint64_t>(plan.cgroup_dir_fd);
+    long pid = sandrun_clone3_run(&args, sizeof(args), CloneEntry, &direct);
+    if (pid > 0 || (pid != -ENOSYS && pid != -EINVAL && pid != -E2BIG)) {
+      ::munmap(stack, kStackBytes);
+      if (pid < 0) {
+        // Refused because of the cgroup (permissions, its type, it is gone), or out of
+        // something that a plain clone would be out of too (EAGAIN, ENOMEM).
+        int err = static_cast<int>(-pid);
+        bool cgroup = err == EACCES || err == EPERM || err == EBUSY || err == EOPNOTSUPP ||
+                      err == ENOENT || err == ENODEV || err == EBADF;
+        return Error::FromErrno(err, cgroup ? kCgroupJoinStep : "clone3");
+      }
+      return static_cast<pid_t>(pid);
+    }
+    clone_into_cgroup_works.store(false, std::memory_order_relaxed);  // an older kernel
+  }
+#endif
   pid_t pid =
       ::clone(CloneEntry, top, CLONE_VM | CLONE_VFORK | SIGCHLD, const_cast<ChildPlan*>(&plan));
   int clone_errno = errno;
@@ -179,22 +271,13 @@ int PollTimeout(const Deadline& deadline) {
   return static_cast<int>(std::min<int64_t>(deadline.remaining_ms(), INT_MAX));
 }
 
-// The stat line of /proc/<pid>: "pid (comm) S ppid pgrp ...". comm may hold spaces and ')'.
-bool ReadStateAndGroup(const char* pid_name, char* state, long* pgrp) {
-  std::string path = std::string("/proc/") + pid_name + "/stat";
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) return false;
-  char buf[512];
-  ssize_t n = ::read(fd.get(), buf, sizeof(buf) - 1);
-  if (n <= 0) return false;
-  buf[n] = '\0';
-  char* close_paren = std::strrchr(buf, ')');
-  if (close_paren == nullptr) return false;
-  long ppid = 0;
-  return std::sscanf(close_paren + 1, " %c %ld %ld", state, &ppid, pgrp) == 3;
-}
-
 }  // namespace
+
+void UseCgroupProcsWriteForTesting() {
+#ifdef SANDRUN_CLONE_INTO_CGROUP
+  clone_into_cgroup_works.store(false);
+#endif
+}
 
 Result<bool> ProcessGroupAlive(pid_t pgid) {
   if (pgid <= 0) return Error(ErrorCode::kInvalidArgument, "bad process group id");
@@ -202,21 +285,9 @@ Result<bool> ProcessGroupAlive(pid_t pgid) {
     if (errno == ESRCH) return false;
     if (errno != EPERM) return Error::FromErrno(errno, "kill -" + std::to_string(pgid));
   }
-  DIR* dir = ::opendir("/proc");
-  if (dir == nullptr) return Error::FromErrno(errno, "opendir /proc");
-  bool alive = false;
-  while (dirent* entry = ::readdir(dir)) {
-    if (entry->d_name[0] < '0' || entry->d_name[0] > '9') continue;
-    char state = 0;
-    long pgrp = 0;
-    if (!ReadStateAndGroup(entry->d_name, &state, &pgrp)) continue;  // it just went away
-    if (pgrp == pgid && state != 'Z' && state != 'X') {
-      alive = true;
-      break;
-    }
-  }
-  ::closedir(dir);
-  return alive;
+  SANDRUN_ASSIGN_OR_RETURN(std::vector<ProcStat> table, ReadProcTable());
+  return std::any_of(table.begin(), table.end(),
+                     [&](const ProcStat& p) { return p.pgrp == pgid && !p.dead(); });
 }
 
 Result<bool> WaitForProcessGroupExit(pid_t pgid, const Deadline& deadline) {
@@ -228,6 +299,13 @@ Result<bool> WaitForProcessGroupExit(pid_t pgid, const Deadline& deadline) {
   }
 }
 
+Result<Subprocess> Subprocess::SpawnWithoutCgroup(const SpawnOptions& options, const Error& why) {
+  MarkRunCgroupsUnusable("a process could not join its run cgroup: " + why.ToString());
+  SpawnOptions sweep = options;
+  sweep.tree = TreeTracking::kSweep;
+  return Spawn(sweep);
+}
+
 Result<Subprocess> Subprocess::Spawn(const SpawnOptions& options) {
   if (options.path.empty() || options.argv.empty()) {
     return Error(ErrorCode::kInvalidArgument, "spawn: empty program path or argv");
@@ -237,14 +315,22 @@ Result<Subprocess> Subprocess::Spawn(const SpawnOptions& options) {
              std::any_of(options.env.begin(), options.env.end(), HasNul);
   if (nul) return Error(ErrorCode::kInvalidArgument, "spawn: NUL byte in path, argv, env or cwd");
 
+  std::unique_ptr<ProcessTree> tree;
+  if (options.tree != TreeTracking::kGroup) {
+    SANDRUN_ASSIGN_OR_RETURN(tree, ProcessTree::Create(options.tree));
+  }
+
   // Everything the child touches is built now: no allocation in the child.
   std::vector<char*> argv;
   argv.reserve(options.argv.size() + 1);
   for (const auto& a : options.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   std::vector<char*> envp;
-  envp.reserve(options.env.size() + 1);
+  envp.reserve(options.env.size() + 2);
   for (const auto& e : options.env) envp.push_back(const_cast<char*>(e.c_str()));
+  if (tree && !tree->env_entry().empty()) {
+    envp.push_back(const_cast<char*>(tree->env_entry().c_str()));
+  }
   envp.push_back(nullptr);
 
   Subprocess proc;
@@ -296,6 +382,8 @@ Result<Subprocess> Subprocess::Spawn(const SpawnOptions& options) {
   plan.stderr_fd = child_err.get();
   plan.pty = options.pty;
   plan.report_fd = report.write.get();
+  plan.cgroup_fd = tree ? tree->cgroup_procs_fd() : -1;
+  plan.cgroup_dir_fd = tree ? tree->cgroup_dir_fd() : -1;
   plan.steps = options.child_steps;
 
   // With every signal blocked, no handler of ours runs in the child before it resets them.
@@ -304,7 +392,12 @@ Result<Subprocess> Subprocess::Spawn(const SpawnOptions& options) {
   ::pthread_sigmask(SIG_SETMASK, &all, &saved);
   Result<pid_t> started = StartChild(plan);
   ::pthread_sigmask(SIG_SETMASK, &saved, nullptr);
-  if (!started) return std::move(started).error();
+  if (!started) {
+    if (tree && tree->uses_cgroup() && started.error().message.rfind(kCgroupJoinStep, 0) == 0) {
+      return SpawnWithoutCgroup(options, started.error());
+    }
+    return std::move(started).error();
+  }
   pid_t pid = *started;
   proc.pid_ = pid;
 
@@ -329,12 +422,20 @@ Result<Subprocess> Subprocess::Spawn(const SpawnOptions& options) {
     }
     proc.pid_ = -1;
     if (got != sizeof(failure)) return Error(ErrorCode::kInternal, "short child report");
-    return ChildError(failure, options);
+    Error error = ChildError(failure, options);
+    if (tree && tree->uses_cgroup() && error.message.rfind(kCgroupJoinStep, 0) == 0) {
+      return SpawnWithoutCgroup(options, error);  // nothing ran: the child failed before execve
+    }
+    return error;
   }
 
   proc.pidfd_.reset(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
   if (!proc.pidfd_.valid()) {
     Error error = Error::FromErrno(errno, "pidfd_open");
+    if (tree) {
+      tree->Attach(pid, options.pty);  // still unreaped: its pid is safe to use
+      (void)tree->End(Deadline::After(std::chrono::seconds(2)));
+    }
     ::kill(-pid, SIGKILL);
     int status = 0;
     while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
@@ -342,6 +443,9 @@ Result<Subprocess> Subprocess::Spawn(const SpawnOptions& options) {
     proc.pid_ = -1;
     return error;
   }
+  // Only now: a child that failed before execve was reaped above, and its pid may be anyone's.
+  if (tree) tree->Attach(pid, options.pty);
+  proc.tree_ = std::move(tree);
   return proc;
 }
 
@@ -352,7 +456,8 @@ Subprocess::Subprocess(Subprocess&& other) noexcept
       stdout_(std::move(other.stdout_)),
       stderr_(std::move(other.stderr_)),
       pty_master_(std::move(other.pty_master_)),
-      status_(std::exchange(other.status_, std::nullopt)) {}
+      status_(std::exchange(other.status_, std::nullopt)),
+      tree_(std::move(other.tree_)) {}
 
 Subprocess& Subprocess::operator=(Subprocess&& other) noexcept {
   if (this != &other) {
@@ -364,6 +469,7 @@ Subprocess& Subprocess::operator=(Subprocess&& other) noexcept {
     stderr_ = std::move(other.stderr_);
     pty_master_ = std::move(other.pty_master_);
     status_ = std::exchange(other.status_, std::nullopt);
+    tree_ = std::move(other.tree_);
   }
   return *this;
 }
@@ -373,10 +479,15 @@ Subprocess::~Subprocess() { Destroy(); }
 void Subprocess::Destroy() {
   if (pid_ > 0 && !status_) {
     // The leader is not reaped, so its pid (the group id) cannot have been reused.
-    (void)KillGroup(SIGKILL);
+    if (tree_) {
+      (void)tree_->End(Deadline::After(std::chrono::seconds(2)));
+    } else {
+      (void)KillGroup(SIGKILL);
+    }
     (void)Signal(SIGKILL);  // in case it left its group
     (void)Reap();
   }
+  tree_.reset();  // ends it: a tree still running after an early Reap is killed now
   pid_ = -1;
   status_.reset();
 }
@@ -419,6 +530,8 @@ Result<ExitStatus> Subprocess::Reap() {
     status.core_dumped = info.si_code == CLD_DUMPED;
   }
   status_ = status;
+  // The pid is free now: the sweep must not take a process that reuses it for the leader.
+  if (tree_) tree_->Attach(-1, false);
   return status;
 }
 
@@ -448,6 +561,25 @@ Status Subprocess::KillGroup(int sig) const {
 Result<bool> Subprocess::GroupAlive() const {
   if (pid_ <= 0) return false;
   return ProcessGroupAlive(pid_);
+}
+
+Status Subprocess::KillTree(int sig) const {
+  if (tree_) return tree_->Signal(sig);
+  return KillGroup(sig);
+}
+
+Result<bool> Subprocess::TreeAlive() const {
+  if (tree_) return tree_->Alive();
+  return GroupAlive();
+}
+
+Status Subprocess::EndTree(const Deadline& deadline) {
+  if (tree_) return tree_->End(deadline);
+  // The group: SIGKILL while the leader is unreaped (afterwards the id may be someone else's).
+  // Waiting for it is cheaper after the reap (WaitForProcessGroupExit): an unreaped leader
+  // still counts for kill(), so every check would have to scan /proc.
+  if (pid_ > 0 && !status_) (void)KillGroup(SIGKILL);
+  return Ok();
 }
 
 }  // namespace sandrun

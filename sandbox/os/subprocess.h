@@ -14,19 +14,23 @@
 // child (a missing cwd, a missing binary, a hardening step) comes back as an Error naming the
 // step, "chdir /x: No such file or directory", and nothing ran.
 //
-// Lifetime: destroying a Subprocess whose leader has not been reaped kills the whole group with
-// SIGKILL and reaps the leader, so a Subprocess never leaks a running leader or a zombie. Group
-// members left after the leader was reaped are the owner's business (see KillGroup).
+// Lifetime: destroying a Subprocess whose leader has not been reaped kills the whole group (or,
+// with SpawnOptions::tree, the whole tree) with SIGKILL and reaps the leader, so a Subprocess
+// never leaks a running leader or a zombie. Without a tree, group members left after the leader
+// was reaped are the owner's business (see KillGroup); with one, EndTree (or the destructor)
+// kills them.
 #pragma once
 
 #include <sys/types.h>
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "sandbox/base/deadline.h"
 #include "sandbox/base/result.h"
+#include "sandbox/os/process_tree.h"
 #include "sandbox/os/unique_fd.h"
 
 namespace sandrun {
@@ -71,6 +75,13 @@ struct SpawnOptions {
   int pipe_bytes = 0;
 
   ChildSteps child_steps;
+
+  // What KillTree, TreeAlive and EndTree cover (process_tree.h). kGroup: the process group. A
+  // tracked tree is set up before the child starts: with a cgroup the child starts in it (or
+  // joins it first thing); with the sweep its environment gets the marker. A child that cannot
+  // get into its cgroup fails before execve, and Spawn starts it again with the sweep (and
+  // every later one: MarkRunCgroupsUnusable).
+  TreeTracking tree = TreeTracking::kGroup;
 };
 
 // How the leader ended.
@@ -123,9 +134,24 @@ class Subprocess {
   // Whether any process of the group is still alive (zombies do not count).
   Result<bool> GroupAlive() const;
 
+  // The tree (SpawnOptions::tree), or the group without one. Signals every live process of it;
+  // nothing after EndTree or once the leader was reaped.
+  Status KillTree(int sig) const;
+  // Whether any process of the tree is still alive (zombies do not count).
+  Result<bool> TreeAlive() const;
+  // With a tracked tree: SIGKILL to it, a wait until nothing of it is alive (up to `deadline`),
+  // and its cgroup removed. Without one: SIGKILL to the group; wait for it after the Reap
+  // (WaitForProcessGroupExit). Call it before Reap: an unreaped leader keeps its pid, so no
+  // process reusing it is taken for the tree's. Idempotent; the destructor does it for an
+  // unreaped leader.
+  Status EndTree(const Deadline& deadline);
+  bool tracks_tree() const { return tree_ != nullptr; }
+  bool tree_uses_cgroup() const { return tree_ != nullptr && tree_->uses_cgroup(); }
+
  private:
   Subprocess() = default;
   void Destroy();
+  static Result<Subprocess> SpawnWithoutCgroup(const SpawnOptions& options, const Error& why);
 
   pid_t pid_ = -1;
   UniqueFd pidfd_;
@@ -134,7 +160,13 @@ class Subprocess {
   UniqueFd stderr_;
   UniqueFd pty_master_;
   std::optional<ExitStatus> status_;
+  std::unique_ptr<ProcessTree> tree_;  // null: the process group is the tree
 };
+
+// For tests: from now on, children join their cgroup by writing cgroup.procs themselves (what
+// kernels without clone3's CLONE_INTO_CGROUP, other architectures and sanitizer builds do)
+// instead of being started inside it. Process-wide.
+void UseCgroupProcsWriteForTesting();
 
 // Whether any live (non-zombie) process has process group `pgid`: kill(-pgid, 0) first, then a
 // scan of /proc, because a zombie that nobody has reaped yet still counts for kill().

@@ -67,8 +67,9 @@ TEST(CliDoctorTest, JsonReportIsOneObject) {
   ASSERT_TRUE(checks && checks->IsArray());
   std::set<std::string> names;
   for (const auto& c : checks->GetArray()) names.insert(JsonString(c, "name"));
-  EXPECT_EQ(names, (std::set<std::string>{"state-dir", "engine", "api-version", "image", "seccomp",
-                                          "confine", "mounts", "scratch", "profile"}));
+  EXPECT_EQ(names,
+            (std::set<std::string>{"state-dir", "engine", "api-version", "image", "seccomp",
+                                   "confine", "mounts", "scratch", "process-tree", "profile"}));
 }
 
 TEST(CliDoctorTest, UnreachableEngineFailsWithinFiveSeconds) {

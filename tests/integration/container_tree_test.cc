@@ -1,0 +1,254 @@
+// A sandbox exec's process tree dies whole on a timeout or a kill (container_kill.h), against
+// the real engine and the minimal (busybox) image, as a non-root user without capabilities:
+// children that called setsid, double forks adopted by the container's init, processes that
+// cleared their environment, and a process disguised as the container's keeper; while the
+// keeper, processes older than the exec and another active exec's tree are left alone.
+// What is left is read from the container's /proc in a separate docker exec (the bookworm image
+// has no ps), polled for a bounded time; the minimal image is the default, bookworm (dash, GNU
+// grep) runs the killer too.
+//
+// Each "sleep 30N" is a unique command line, so a pid the kernel reuses is never mistaken for
+// a survivor. Containers carry the executor's labels, and a state dir under /tmp/sandrun-e2e-*
+// so that the suite's cleanup recognises them; TearDown removes them by instance.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "sandbox/executors/docker_executor.h"
+#include "tests/support/docker_env.h"
+
+namespace sandrun::testing {
+namespace {
+
+using exec::ExecOutcome;
+using std::chrono::milliseconds;
+
+// A shell function that prints every process's command line (busybox and Debian alike).
+constexpr char kListArgs[] =
+    "list_args() { for f in /proc/[0-9]*/cmdline; do a=$(tr '\\0' ' ' < \"$f\" 2>/dev/null); "
+    "[ -z \"$a\" ] || echo \"${a% }\"; done; }";
+
+class ContainerTreeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    SANDRUN_REQUIRE_DOCKER(c);
+    client_ = std::shared_ptr<docker::Client>(std::move(c));
+    char tmpl[] = "/tmp/sandrun-e2e-trees-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    state_dir_ = tmpl;
+    std::random_device rd;
+    char head[16];
+    std::snprintf(head, sizeof(head), "%08x", static_cast<unsigned>(rd()));
+    spec_.instance_id = std::string(head) + "-trees-" + std::to_string(::getpid());
+    spec_.scope_key = "agent:trees";
+    spec_.image = kMinimalImage;
+    spec_.workdir = "/tmp";
+    spec_.tmpfs = {"/tmp"};
+    spec_.cap_drop = {"ALL"};
+    spec_.security_opt = {"no-new-privileges:true", "seccomp=" + DefaultSeccompJson()};
+    spec_.user = "65534:65534";
+    spec_.pids_limit = 256;
+    spec_.state_dir = state_dir_;
+    executor_ = std::make_shared<exec::DockerExecutor>(client_);
+  }
+
+  void TearDown() override {
+    if (client_) {
+      auto list = client_->ListContainers(
+          {std::string(exec::kInstanceLabel) + "=" + spec_.instance_id}, true);
+      if (list) {
+        for (const auto& ct : *list) EXPECT_TRUE(client_->RemoveContainer(ct.id, true));
+      }
+    }
+    std::error_code ec;
+    if (!state_dir_.empty()) std::filesystem::remove_all(state_dir_, ec);
+  }
+
+  exec::Plan Plan(const std::string& command, int64_t timeout_ms) {
+    exec::Plan plan;
+    plan.target = exec::Target::kSandbox;
+    plan.command = command;
+    plan.sandbox = spec_;
+    plan.cwd = "/tmp";
+    plan.timeout_ms = timeout_ms;
+    plan.kill_grace_ms = 500;
+    return plan;
+  }
+
+  ExecOutcome Run(const std::string& command, int64_t timeout_ms) {
+    auto o = executor_->Run(Plan(command, timeout_ms), nullptr, nullptr);
+    EXPECT_TRUE(o) << o.error().ToString();
+    return o ? std::move(o).value() : ExecOutcome{};
+  }
+
+  // Every process's command line in the scope's container, one a line, through its own exec.
+  std::string Ps() {
+    auto list = client_->ListContainers(
+        {std::string(exec::kInstanceLabel) + "=" + spec_.instance_id}, false);
+    if (!list || list->empty()) return "(no running container)";
+    docker::ExecSpec ps;
+    ps.cmd = {"/bin/sh", "-c", std::string(kListArgs) + "; list_args"};
+    std::string out;
+    auto code = client_->RunExec(list->front().id, ps,
+                                 [&](docker::StreamKind, std::string_view b) { out.append(b); });
+    return code ? out : code.error().ToString();
+  }
+
+  // Processes whose command line is exactly `args`.
+  size_t Count(const std::string& args) {
+    std::istringstream lines(Ps());
+    size_t n = 0;
+    for (std::string line; std::getline(lines, line);) {
+      if (line == args) ++n;
+    }
+    return n;
+  }
+
+  // Polls `ps` until no process runs `args`, for up to 5 s. True if none is left.
+  bool Gone(const std::string& args) {
+    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (Count(args) != 0) {
+      if (std::chrono::steady_clock::now() > until) return false;
+      std::this_thread::sleep_for(milliseconds(100));
+    }
+    return true;
+  }
+
+  std::shared_ptr<docker::Client> client_;
+  std::shared_ptr<exec::DockerExecutor> executor_;
+  exec::SandboxSpec spec_;
+  std::string state_dir_;
+};
+
+// The shell waits until every named sleep runs, says so, then does `rest`.
+std::string StartThen(const std::string& start, const std::vector<std::string>& sleeps,
+                      const std::string& rest) {
+  std::string wait;
+  for (const auto& s : sleeps) wait += "list_args | grep -qx '" + s + "' || continue; ";
+  return std::string(kListArgs) + "\n" + start + "\nwhile :; do sleep 0.05; " + wait +
+         "break; done; echo started; " + rest;
+}
+
+TEST_F(ContainerTreeTest, TimeoutKillsASetsidChildAfterTheExecsShellExited) {
+  // The shell exits at once; the child holds the output open, so the call runs into its
+  // timeout with the exec's own process already gone. (Before: nothing was killed.)
+  ExecOutcome o = Run(StartThen("setsid sh -c 'sleep 301' &", {"sleep 301"}, "exit 0"), 1500);
+  EXPECT_EQ(o.status, ExecOutcome::Status::kTimedOut) << o.aggregated;
+  EXPECT_EQ(o.aggregated, "started\n");
+  EXPECT_TRUE(Gone("sleep 301")) << Ps();
+  EXPECT_EQ(Count("sleep infinity"), 1u) << "the keeper runs on\n" << Ps();
+}
+
+TEST_F(ContainerTreeTest, TimeoutKillsADoubleForkedSetsidChild) {
+  // Adopted by the container's init, so no descendant of the exec's shell. (Before: survived.)
+  ExecOutcome o = Run(StartThen("(setsid sleep 302 &)", {"sleep 302"}, "sleep 100"), 1000);
+  EXPECT_EQ(o.status, ExecOutcome::Status::kTimedOut);
+  EXPECT_TRUE(Gone("sleep 302")) << Ps();
+}
+
+TEST_F(ContainerTreeTest, TimeoutKillsWhatClearedItsEnvironmentAndADisguisedKeeper) {
+  ASSERT_EQ(Run("(setsid sleep 304 &); echo earlier", 10000).aggregated, "earlier\n");
+  // No marker, no lineage, no session: taken because no other exec runs and it is younger
+  // than the exec; the second one looks exactly like the keeper.
+  ExecOutcome o = Run(StartThen("(env -i setsid sleep 303 &); (env -i setsid sleep infinity &)",
+                                {"sleep 303"}, "sleep 100"),
+                      1500);
+  EXPECT_EQ(o.status, ExecOutcome::Status::kTimedOut);
+  EXPECT_TRUE(Gone("sleep 303")) << Ps();
+  EXPECT_EQ(Count("sleep infinity"), 1u) << "the keeper only\n" << Ps();
+  EXPECT_EQ(Count("sleep 304"), 1u) << "what an earlier call left running stays\n" << Ps();
+  // The container still works.
+  EXPECT_EQ(Run("echo alive", 10000).aggregated, "alive\n");
+}
+
+TEST_F(ContainerTreeTest, AnotherActiveExecIsLeftAloneAndItsKillTakesItsWholeTree) {
+  std::string bg_out;
+  auto bg = executor_->Start(Plan(StartThen("(setsid sleep 305 &); setsid sh -c 'sleep 306' &",
+                                            {"sleep 305", "sleep 306"}, "exec sleep 307"),
+                                  0),
+                             [&](exec::Stream, std::string_view b) { bg_out.append(b); });
+  ASSERT_TRUE(bg) << bg.error().ToString();
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (Count("sleep 307") == 0 && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  ASSERT_EQ(Count("sleep 307"), 1u) << Ps();
+
+  ExecOutcome o = Run(StartThen("(setsid sleep 308 &)", {"sleep 308"}, "sleep 100"), 1000);
+  EXPECT_EQ(o.status, ExecOutcome::Status::kTimedOut);
+  EXPECT_TRUE(Gone("sleep 308")) << Ps();
+  for (const char* other : {"sleep 305", "sleep 306", "sleep 307"}) {
+    EXPECT_EQ(Count(other), 1u) << other << " belongs to the other exec\n" << Ps();
+  }
+
+  // `process kill`: the background exec's whole tree, its adopted orphan included.
+  // (Before: only the exec's own process and its descendants; sleep 305 survived.)
+  ASSERT_TRUE((*bg)->Kill(SIGKILL));
+  ExecOutcome killed = (*bg)->Wait();
+  EXPECT_EQ(killed.exit_code, 128 + SIGKILL) << "the engine reports a killed exec's 137";
+  for (const char* gone : {"sleep 305", "sleep 306", "sleep 307"}) {
+    EXPECT_TRUE(Gone(gone)) << gone << "\n" << Ps();
+  }
+}
+
+TEST_F(ContainerTreeTest, DestroyingARunningBackgroundExecKillsItsTree) {
+  // A server shutting down destroys its sessions' processes.
+  auto bg = executor_->Start(
+      Plan(StartThen("(setsid sleep 309 &)", {"sleep 309"}, "exec sleep 310"), 0), nullptr);
+  ASSERT_TRUE(bg) << bg.error().ToString();
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (Count("sleep 310") == 0 && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  ASSERT_EQ(Count("sleep 309"), 1u) << Ps();
+  bg->reset();
+  EXPECT_TRUE(Gone("sleep 309")) << Ps();
+  EXPECT_TRUE(Gone("sleep 310")) << Ps();
+}
+
+TEST_F(ContainerTreeTest, WhatIgnoresTermIsKilledAfterTheGrace) {
+  // SIG_IGN survives execve: this sleep ignores the timeout's SIGTERM. (Before: survived.)
+  auto started = std::chrono::steady_clock::now();
+  ExecOutcome o = Run(
+      StartThen("(setsid sh -c \"trap '' TERM; exec sleep 312\" &)", {"sleep 312"}, "sleep 100"),
+      1000);
+  auto took = std::chrono::steady_clock::now() - started;
+  EXPECT_EQ(o.status, ExecOutcome::Status::kTimedOut);
+  EXPECT_TRUE(Gone("sleep 312")) << Ps();
+  EXPECT_GE(took, milliseconds(1000 + 500)) << "the timeout, then the grace";
+}
+
+TEST_F(ContainerTreeTest, TheKillerWorksWithDashAndGnuGrepToo) {
+  spec_.image = "sandrun-sandbox:bookworm";
+  // No other exec: everything the exec started goes.
+  ExecOutcome o = Run(StartThen("(env -i setsid sleep 313 &)", {"sleep 313"}, "sleep 100"), 1000);
+  EXPECT_EQ(o.status, ExecOutcome::Status::kTimedOut) << o.aggregated;
+  EXPECT_TRUE(Gone("sleep 313")) << Ps();
+  // Another exec active: the marker and the lineage decide.
+  auto bg = executor_->Start(Plan(StartThen("", {}, "exec sleep 314"), 0), nullptr);
+  ASSERT_TRUE(bg) << bg.error().ToString();
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (Count("sleep 314") == 0 && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  ASSERT_EQ(Count("sleep 314"), 1u) << Ps();
+  o = Run(StartThen("(setsid sleep 315 &)", {"sleep 315"}, "sleep 100"), 1000);
+  EXPECT_EQ(o.status, ExecOutcome::Status::kTimedOut) << o.aggregated;
+  EXPECT_TRUE(Gone("sleep 315")) << Ps();
+  EXPECT_EQ(Count("sleep 314"), 1u) << "the other exec's\n" << Ps();
+  ASSERT_TRUE((*bg)->Kill(SIGKILL));
+  (*bg)->Wait();
+  EXPECT_TRUE(Gone("sleep 314")) << Ps();
+}
+
+}  // namespace
+}  // namespace sandrun::testing
