@@ -322,7 +322,8 @@ Status DockerExecutor::KillExecTree(const ExecTree& tree, int signal, int64_t gr
 docker::ExecSpec DockerExecutor::ExecSpecFor(const Plan& plan, bool attach_stdin) {
   docker::ExecSpec spec;
   spec.cmd = {
-      "/bin/sh", "-lc",
+      // "--": a command that starts with '-' is the command, not a shell option.
+      "/bin/sh", "-lc", "--",
       (plan.prepend_path.empty() ? std::string() : std::string(kPathPrefix)) + plan.command};
   for (const auto& [k, v] : plan.env) spec.env.push_back(k + "=" + v);
   if (!plan.prepend_path.empty()) spec.env.push_back("SANDRUN_PREPEND_PATH=" + plan.prepend_path);

@@ -395,7 +395,12 @@ Result<SpawnOptions> HostExecutor::SpawnFor(const Plan& plan, SpawnOptions::Stdi
       return Error(ErrorCode::kNotFound, "shell not found in PATH: " + plan.shell);
     }
   }
-  spawn.argv = {plan.shell, "-c", plan.command};
+  // "--" for the POSIX shells: a command that starts with '-' is the command, not an option.
+  const std::string base = plan.shell.substr(plan.shell.rfind('/') + 1);
+  const bool posix = base == "sh" || base == "bash" || base == "dash" || base == "zsh" ||
+                     base == "ksh" || base == "mksh" || base == "ash" || base == "busybox";
+  spawn.argv = posix ? std::vector<std::string>{plan.shell, "-c", "--", plan.command}
+                     : std::vector<std::string>{plan.shell, "-c", plan.command};
   for (const auto& [key, value] : plan.env) {
     if (plan.pty && key == "TERM") continue;
     spawn.env.push_back(key + "=" + value);

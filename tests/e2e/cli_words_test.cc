@@ -52,6 +52,18 @@ TEST_F(CliWords, TestBracketsStayACommand) {
   EXPECT_EQ(ExecWords({"[ -d /no/such/dir ]"}).exit_code, 1);
 }
 
+// Red-team finding: text starting with '-' reached the shell as its own option (`bash -c -x`:
+// "option requires an argument"; `--help` printed bash's usage). It is the command.
+TEST_F(CliWords, TextStartingWithADashIsTheCommandNotAShellOption) {
+  auto r = ExecWords({"-x"});
+  EXPECT_EQ(r.exit_code, 127) << r.err;
+  EXPECT_NE(r.err.find("-x"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("option requires an argument"), std::string::npos) << r.err;
+  auto help = ExecWords({"--help"});
+  EXPECT_EQ(help.exit_code, 127) << help.err;
+  EXPECT_EQ(help.out.find("Usage"), std::string::npos) << help.out;
+}
+
 TEST_F(CliWords, OneWordIsTheShellTextByteForByte) {
   auto r = ExecWords({"x=\"a  b\"; echo \"$x\" $((1+2)) 'q\\' | tr -d \\\\n; echo"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
