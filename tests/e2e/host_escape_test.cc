@@ -251,9 +251,8 @@ class NonRootRunner : public ::testing::Test {
     root_ = templ;
     ::chmod(root_.c_str(), 0755);
     home_ = root_ + "/home";
-    profiles_ = root_ + "/profiles";
     fs::create_directories(home_ + "/cache");
-    fs::copy(SANDRUN_TEST_PROFILES_DIR, profiles_, fs::copy_options::recursive);
+    std::tie(binary_, profiles_) = PublicCopyOfSandrun(root_);
     std::ofstream(home_ + "/config.json") << kGatewayConfig;
     std::ofstream(home_ + "/exec-approvals.json") << R"({"version": 1})";
     std::ofstream(home_ + "/cache/seccomp-host-0.bpf") << "x";
@@ -268,13 +267,13 @@ class NonRootRunner : public ::testing::Test {
   }
   ProcessResult RunAsNobody(const std::string& command) {
     return RunProcess({"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-                       SANDRUN_BINARY, "exec", "--", command},
+                       binary_, "exec", "--", command},
                       {{"SANDRUN_HOME", home_},
                        {"HOME", root_},
                        {"SANDRUN_PROFILES_DIR", profiles_},
                        {"PATH", PublicPath()}});
   }
-  std::string root_, home_, profiles_;
+  std::string root_, home_, profiles_, binary_;
 };
 
 TEST_F(NonRootRunner, CommandsCannotChangeTheRunnersStateOrProfiles) {

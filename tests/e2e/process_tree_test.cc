@@ -267,12 +267,15 @@ TEST_F(ProcessTrees, ARunnerWithoutCgroupAccessFallsBackToTheSweep) {
   ASSERT_EQ(::chown(home.c_str(), 65534, 65534), 0);
   { std::ofstream(home + "/config.json") << R"({"sandbox": {"mode": "off"}})"; }
   ASSERT_EQ(::chown((home + "/config.json").c_str(), 65534, 65534), 0);
+  const std::string pub = scratch_ + "/pub";
+  ASSERT_EQ(::mkdir(pub.c_str(), 0755), 0);
+  const auto [binary, profiles] = PublicCopyOfSandrun(pub);
   auto as_nobody = [&](std::vector<std::string> args) {
     std::vector<std::string> argv = {
         "/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-        SANDRUN_BINARY,     "--workspace",   scratch_};
+        binary,             "--workspace",   scratch_};
     argv.insert(argv.end(), args.begin(), args.end());
-    return RunProcess(argv, {{"SANDRUN_HOME", home}});
+    return RunProcess(argv, {{"SANDRUN_HOME", home}, {"SANDRUN_PROFILES_DIR", profiles}});
   };
   auto doctor = as_nobody({"doctor"});
   EXPECT_NE(doctor.out.find("process-tree sweep of /proc"), std::string::npos) << doctor.out;

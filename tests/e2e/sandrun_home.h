@@ -49,6 +49,26 @@ inline std::string PublicPath() {
   return out;
 }
 
+// Copies the binary under test and the profiles into `dir` (world-readable) so another user
+// (setpriv --reuid=65534) can run them wherever the checkout lives (e.g. under a 0700 /root).
+// Returns {binary, profiles dir}; set SANDRUN_PROFILES_DIR to the second.
+inline std::pair<std::string, std::string> PublicCopyOfSandrun(const std::string& dir) {
+  namespace fs = std::filesystem;
+  const std::string binary = dir + "/sandrun";
+  const std::string profiles = dir + "/profiles";
+  fs::copy_file(SANDRUN_BINARY, binary, fs::copy_options::overwrite_existing);
+  fs::permissions(binary, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                              fs::perms::others_read | fs::perms::others_exec);
+  fs::copy(SANDRUN_TEST_PROFILES_DIR, profiles,
+           fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+  for (const auto& e : fs::recursive_directory_iterator(profiles)) {
+    ::chmod(e.path().c_str(), e.is_directory() ? 0755 : 0644);
+  }
+  ::chmod(profiles.c_str(), 0755);
+  ::chmod(dir.c_str(), 0755);
+  return {binary, profiles};
+}
+
 class SandrunHome : public ::testing::Test {
  protected:
   void SetUp() override {
