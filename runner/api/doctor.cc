@@ -259,8 +259,8 @@ DoctorCheck ConfineCheck() {
     }
   }
   return Check("confine", Level::kOk,
-               std::string("host commands run in a private mount namespace") +
-                   (root ? "" : " and user namespace") +
+               std::string("host commands run in a user and mount namespace of their own") +
+                   (root ? " (the privileged profile: mount namespace only)" : "") +
                    " (state dir, server and engine sockets hidden; profiles, /proc/sys, /sys "
                    "read-only); " +
                    who);

@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "sandbox/base/strings.h"
+#include "sandbox/harden/probe_child.h"
 #include "sandbox/os/unique_fd.h"
 
 namespace sandrun::harden {
@@ -158,36 +159,12 @@ Status ProbeConfinement(bool user_namespace) {
   ConfineRequest request;
   request.user_namespace = user_namespace;
   SANDRUN_ASSIGN_OR_RETURN(ConfinePlan plan, PrepareConfinement(request));
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) return Error::FromErrno(errno, "pipe2");
-  UniqueFd read_end(fds[0]);
-  UniqueFd write_end(fds[1]);
-  pid_t pid = ::fork();
-  if (pid < 0) return Error::FromErrno(errno, "fork");
-  if (pid == 0) {
-    ProbeReport report;
-    const char* step = "confine";
-    report.err = ApplyConfinement(plan, &step);
-    if (report.err != 0) {
-      for (size_t i = 0; i + 1 < sizeof(report.step) && step[i] != '\0'; ++i)
-        report.step[i] = step[i];
-    }
-    ssize_t ignored = ::write(write_end.get(), &report, sizeof(report));
-    (void)ignored;
-    ::_exit(0);
-  }
-  write_end.reset();
-  ProbeReport report;
-  ssize_t n = 0;
-  do {
-    n = ::read(read_end.get(), &report, sizeof(report));
-  } while (n < 0 && errno == EINTR);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (n != static_cast<ssize_t>(sizeof(report))) {
-    return Error(ErrorCode::kInternal, "the confinement probe ended without a report");
-  }
+  SANDRUN_ASSIGN_OR_RETURN(ProbeReport report,
+                           RunProbeChild<ProbeReport>("the confinement probe", [&](ProbeReport* r) {
+                             const char* step = "confine";
+                             r->err = ApplyConfinement(plan, &step);
+                             if (r->err != 0) CopyStep(r->step, step);
+                           }));
   if (report.err != 0) {
     return Error::FromErrno(report.err,
                             std::string(report.step, strnlen(report.step, sizeof(report.step))));

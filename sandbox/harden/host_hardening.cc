@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "sandbox/base/sha256.h"
+#include "sandbox/harden/probe_child.h"
 #include "sandbox/harden/profile_file.h"
 #include "sandbox/harden/seccomp_compiler.h"
 #include "sandbox/harden/seccomp_profile.h"
@@ -208,50 +209,22 @@ struct ProbeReport {
   int32_t unshare_errno = 0;
 };
 
-[[noreturn]] void ProbeChild(const HostHardening& hardening, int fd) {
-  ProbeReport report;
-  const char* step = "harden";
-  if (int err = hardening.child().Apply(&step); err != 0) {
-    report.step_errno = err;
-    for (size_t i = 0; i + 1 < sizeof(report.step) && step[i] != '\0'; ++i)
-      report.step[i] = step[i];
-  } else {
-    report.mode = ::prctl(PR_GET_SECCOMP, 0, 0, 0, 0);
-    // unshare(0) changes nothing, so it is harmless if the filter lets it through.
-    report.unshare_errno = ::syscall(SYS_unshare, 0) == 0 ? 0 : errno;
-  }
-  ssize_t ignored = ::write(fd, &report, sizeof(report));
-  (void)ignored;
-  ::_exit(0);
-}
-
 }  // namespace
 
 Result<FilterProbe> ProbeFilter(const HostHardening& hardening) {
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) return Error::FromErrno(errno, "pipe2");
-  UniqueFd read_end(fds[0]);
-  UniqueFd write_end(fds[1]);
-  pid_t pid = ::fork();
-  if (pid < 0) return Error::FromErrno(errno, "fork");
-  if (pid == 0) ProbeChild(hardening, write_end.get());
-  write_end.reset();
-  ProbeReport report;
-  size_t got = 0;
-  while (got < sizeof(report)) {
-    ssize_t n =
-        ::read(read_end.get(), reinterpret_cast<char*>(&report) + got, sizeof(report) - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    got += static_cast<size_t>(n);
-  }
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (got != sizeof(report)) {
-    return Error(ErrorCode::kInternal, "the seccomp probe child ended without a report (status " +
-                                           std::to_string(status) + ")");
-  }
+  SANDRUN_ASSIGN_OR_RETURN(
+      ProbeReport report,
+      RunProbeChild<ProbeReport>("the seccomp probe child", [&](ProbeReport* r) {
+        const char* step = "harden";
+        if (int err = hardening.child().Apply(&step); err != 0) {
+          r->step_errno = err;
+          CopyStep(r->step, step);
+          return;
+        }
+        r->mode = ::prctl(PR_GET_SECCOMP, 0, 0, 0, 0);
+        // unshare(0) changes nothing, so it is harmless if the filter lets it through.
+        r->unshare_errno = ::syscall(SYS_unshare, 0) == 0 ? 0 : errno;
+      }));
   if (report.step_errno != 0) {
     return Error::FromErrno(report.step_errno,
                             std::string(report.step, strnlen(report.step, sizeof(report.step))));

@@ -272,8 +272,8 @@ TEST_F(ProcessTrees, ARunnerWithoutCgroupAccessFallsBackToTheSweep) {
   const auto [binary, profiles] = PublicCopyOfSandrun(pub);
   auto as_nobody = [&](std::vector<std::string> args) {
     std::vector<std::string> argv = {
-        "/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-        binary,             "--workspace",   scratch_};
+        "/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", binary,
+        "--workspace",      scratch_};
     argv.insert(argv.end(), args.begin(), args.end());
     return RunProcess(argv, {{"SANDRUN_HOME", home}, {"SANDRUN_PROFILES_DIR", profiles}});
   };
