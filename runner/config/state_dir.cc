@@ -1,7 +1,6 @@
 #include "runner/config/state_dir.h"
 
 #include <pwd.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,6 +10,7 @@
 #include <cstdlib>
 
 #include "sandbox/os/file.h"
+#include "sandbox/os/random.h"
 
 namespace sandrun::config {
 
@@ -67,16 +67,7 @@ Result<std::string> LoadOrCreateInstanceId(const std::string& state_dir) {
                  path + " is not a hex instance id; remove it to have a new one created");
   }
   if (existing.error().code != ErrorCode::kNotFound) return std::move(existing).error();
-  unsigned char bytes[8];
-  if (::getrandom(bytes, sizeof bytes, 0) != static_cast<ssize_t>(sizeof bytes)) {
-    return Error::FromErrno(errno, "getrandom");
-  }
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string id;
-  for (unsigned char b : bytes) {
-    id.push_back(kHex[b >> 4]);
-    id.push_back(kHex[b & 15]);
-  }
+  SANDRUN_ASSIGN_OR_RETURN(std::string id, RandomHex(8));
   SANDRUN_RETURN_IF_ERROR(EnsureStateDir(state_dir));
   // Another process may have raced us: link() fails if the file appeared, and then theirs wins.
   std::string tmp = path + ".new-" + std::to_string(::getpid()) + "-" + id;

@@ -3,6 +3,7 @@
 #include <sys/resource.h>
 
 #include "sandbox/harden/profile_file.h"
+#include "sandbox/os/host_path.h"
 
 namespace sandrun::harden {
 namespace {
@@ -146,11 +147,10 @@ Result<HostProfile> FromFile(ProfileFile file) {
                                check.StringArray(*confine, "confine", key));
       for (size_t i = 0; i < paths.size(); ++i) {
         const std::string& path = paths[i];
-        if (path.empty() || path[0] != '/' || path == "/" ||
-            path.find("/..") != std::string::npos || path.find("/./") != std::string::npos) {
+        if (!IsNormalizedAbsolutePath(path) || path == "/") {
           return check.Fail(SchemaChecker::Index(SchemaChecker::Join("confine", key), i),
-                            "expected an absolute path other than \"/\", without \".\" or "
-                            "\"..\" components");
+                            "expected an absolute path other than \"/\", without \".\", "
+                            "\"..\" or empty components");
         }
       }
       (std::string_view(key) == "mask" ? p.confine_mask : p.confine_read_only) = std::move(paths);

@@ -3,7 +3,6 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <sys/random.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -11,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "sandbox/os/random.h"
 #include "sandbox/os/unique_fd.h"
 
 namespace sandrun {
@@ -48,23 +48,7 @@ bool AllDigits(const char* s) {
 
 }  // namespace
 
-Result<std::string> NewTreeToken() {
-  unsigned char bytes[16];
-  size_t got = 0;
-  while (got < sizeof(bytes)) {
-    ssize_t n = ::getrandom(bytes + got, sizeof(bytes) - got, 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return Error::FromErrno(errno, "getrandom");
-    got += static_cast<size_t>(n);
-  }
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string token;
-  for (unsigned char b : bytes) {
-    token.push_back(kHex[b >> 4]);
-    token.push_back(kHex[b & 15]);
-  }
-  return token;
-}
+Result<std::string> NewTreeToken() { return RandomHex(16); }
 
 std::optional<ProcStat> ReadProcStat(pid_t pid) {
   char path[32];
