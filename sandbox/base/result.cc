@@ -26,10 +26,35 @@ const char* ErrorCodeName(ErrorCode code) {
       return "syscall";
     case ErrorCode::kIo:
       return "io";
+    case ErrorCode::kRefused:
+      return "refused";
     case ErrorCode::kInternal:
       return "internal";
   }
   return "unknown";
+}
+
+std::string Error::WireCode() const {
+  if (!wire.empty()) return wire;
+  switch (code) {
+    case ErrorCode::kInvalidArgument:
+      return "invalid-request";
+    case ErrorCode::kNotFound:
+      return "not-found";
+    case ErrorCode::kConflict:
+      return "conflict";
+    case ErrorCode::kTimeout:
+      return "timeout";
+    case ErrorCode::kCancelled:
+      return "cancelled";
+    case ErrorCode::kDockerUnreachable:
+    case ErrorCode::kDockerApi:
+      return "sandbox-unavailable";
+    case ErrorCode::kRefused:
+      return "denied";
+    default:
+      return "internal";
+  }
 }
 
 Error Error::FromErrno(int err, const std::string& what) {

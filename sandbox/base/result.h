@@ -24,22 +24,41 @@ enum class ErrorCode {
   kCancelled,          // the caller cancelled
   kSyscall,            // an OS call failed; sys_errno says why
   kIo,                 // reading or writing a file or stream failed
+  kRefused,            // policy or validation said no before anything ran; `wire` says why
   kInternal,           // a bug in sandrun
 };
 
 const char* ErrorCodeName(ErrorCode code);
 
 // A value type: code, errno (0 if none), HTTP status (0 if none), a message, and context added
-// on the way up ("while creating container x").
+// on the way up ("while creating container x"). `wire` is the stable code callers outside the
+// process see ({"error":{"code": ...}}, the CLI's exit code): one of the codes HACKING.md lists;
+// empty means WireCode() derives it from `code`. Errors are rendered only at the edge.
 struct Error {
   ErrorCode code = ErrorCode::kInternal;
   int sys_errno = 0;
   int http_status = 0;
   std::string message;
   std::vector<std::string> context;
+  std::string wire;
 
   Error() = default;
   Error(ErrorCode c, std::string msg) : code(c), message(std::move(msg)) {}
+
+  // A refusal with its wire code ("denied", "host-not-allowed", ...), code kRefused.
+  static Error Refusal(std::string wire_code, std::string msg) {
+    Error e(ErrorCode::kRefused, std::move(msg));
+    e.wire = std::move(wire_code);
+    return e;
+  }
+  // Any error with an explicit wire code ("sandbox-unavailable", "spawn-failed", ...).
+  Error&& WithWire(std::string wire_code) && {
+    wire = std::move(wire_code);
+    return std::move(*this);
+  }
+  // `wire`, else by code: invalid-argument -> invalid-request, not-found, conflict, timeout,
+  // cancelled, docker-* -> sandbox-unavailable, refused -> denied, anything else -> internal.
+  std::string WireCode() const;
 
   // "<what>: <strerror(err)>", code kSyscall.
   static Error FromErrno(int err, const std::string& what);

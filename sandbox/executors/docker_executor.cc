@@ -508,6 +508,7 @@ class DockerRunningProcess final : public RunningProcess {
     if (thread_.joinable()) thread_.join();
   }
 
+  ProcessKind kind() const override { return ProcessKind::kContainer; }
   int64_t pid() const override { return pid_; }
   Status WriteStdin(std::string_view data) override {
     std::lock_guard<std::mutex> lock(write_mu_);

@@ -23,6 +23,17 @@ class Executor {
   // Starts the plan in the background: stdin stays open (or a PTY when plan.pty), output goes to
   // `sink` from another thread, the plan's timeout still applies. An Error means nothing started.
   virtual Result<std::unique_ptr<RunningProcess>> Start(const Plan& plan, LiveSink sink) = 0;
+
+  // Finds a process this kind of executor started before the server restarted, by its
+  // RunningProcess::adoption_key(), and takes it over: killable, its remaining output to `sink`,
+  // its timeout (`timeout_ms` from now, 0: none) enforced. kNotFound: it is gone.
+  virtual Result<std::unique_ptr<RunningProcess>> Adopt(const std::string& key, LiveSink sink,
+                                                        int64_t timeout_ms) {
+    (void)key;
+    (void)sink;
+    (void)timeout_ms;
+    return Error(ErrorCode::kNotFound, "this executor cannot re-adopt processes");
+  }
 };
 
 }  // namespace sandrun::exec

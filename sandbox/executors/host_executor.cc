@@ -262,6 +262,7 @@ class HostRunningProcess final : public RunningProcess {
     if (thread_.joinable()) thread_.join();
   }
 
+  ProcessKind kind() const override { return ProcessKind::kHost; }
   int64_t pid() const override { return pid_; }
 
   Status WriteStdin(std::string_view data) override {

@@ -1,5 +1,7 @@
 #include "sandbox/executors/output.h"
 
+#include "sandbox/executors/process.h"
+
 namespace sandrun::exec {
 namespace {
 
@@ -116,6 +118,10 @@ std::string OutputCollector::Text() const {
   std::string text = SanitizeOutput(kept);
   if (cut == 0) return text;
   return "[... " + std::to_string(cut) + " chars truncated ...]\n" + text;
+}
+
+const char* ProcessKindName(ProcessKind kind) {
+  return kind == ProcessKind::kHost ? "host" : "container";
 }
 
 }  // namespace sandrun::exec

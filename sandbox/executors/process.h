@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "sandbox/base/result.h"
@@ -16,9 +17,19 @@
 
 namespace sandrun::exec {
 
+// Where a process runs: what a session may do with it when the server stops (a host process may
+// be left running on request; a container exec is re-adopted or killed after a restart).
+enum class ProcessKind { kHost, kContainer };
+const char* ProcessKindName(ProcessKind kind);  // "host" | "container"
+
 class RunningProcess {
  public:
-  virtual ~RunningProcess() = default;  // kills the tree if still running
+  virtual ~RunningProcess() = default;  // kills the tree if still running (unless released)
+
+  virtual ProcessKind kind() const = 0;
+  // An opaque text the executor that started the process can find it again with after the
+  // server restarted (Executor::Adopt); "" when it cannot be found again.
+  virtual std::string adoption_key() const { return ""; }
 
   // Host pid of the process (gateway), or the exec's pid as the engine reports it; 0 if unknown.
   virtual int64_t pid() const = 0;

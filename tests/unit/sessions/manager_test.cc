@@ -27,6 +27,7 @@ namespace fs = std::filesystem;
 class FakeProcess final : public exec::RunningProcess {
  public:
   explicit FakeProcess(int64_t pid) : pid_(pid) {}
+  exec::ProcessKind kind() const override { return exec::ProcessKind::kHost; }
   int64_t pid() const override { return pid_; }
   Status WriteStdin(std::string_view data) override {
     std::lock_guard<std::mutex> lock(mu_);
