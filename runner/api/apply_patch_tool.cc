@@ -113,7 +113,7 @@ ApplyPatchToolResult RunApplyPatchTool(const GlobalOptions& global, const policy
   ctx.workdir = request.workdir;
   ctx.model = request.model;
   auto target = policy::GateApplyPatch(ctx);
-  if (!target) return Refused(target.error().code, target.error().message);
+  if (!target) return Refused(target.error().WireCode(), target.error().message);
 
   auto parsed = patch::ParsePatch(request.input);
   if (!parsed) return Refused("invalid-patch", parsed.error().message);

@@ -151,10 +151,10 @@ std::unique_ptr<PreparedCall> PrepareCall(const GlobalOptions& global, const pol
   call->decision = policy::Decide(settings, request, who);
   call->decided = true;
   if (auto denied = policy::CheckToolAllowed(tools, policy::kToolExec)) {
-    return stop(denied->code, denied->message);
+    return stop(denied->WireCode(), denied->message);
   }
   const policy::Decision& decision = call->decision;
-  if (!decision.allowed()) return stop(decision.refusal->code, decision.refusal->message);
+  if (!decision.allowed()) return stop(decision.refusal->WireCode(), decision.refusal->message);
 
   policy::GateContext& ctx = call->ctx;
   ctx.settings = &call->settings;
@@ -201,12 +201,12 @@ std::unique_ptr<PreparedCall> PrepareCall(const GlobalOptions& global, const pol
     ctx.tmpfs_options = preset->tmpfs;
   }
   auto gated = policy::BuildPlan(decision, request, ctx);
-  if (!gated) return stop(gated.error().code, gated.error().message);
+  if (!gated) return stop(gated.error().WireCode(), gated.error().message);
   call->gated = std::move(gated).value();
   // Script preflight (reference §3.5) where OpenClaw runs it: gateway runs below full/off.
   if (policy::PreflightApplies(call->gated->decision)) {
     if (auto refused = policy::ScriptPreflight(request.command, call->gated->plan.cwd)) {
-      return stop(refused->code, refused->message);
+      return stop(refused->WireCode(), refused->message);
     }
   }
   return call;

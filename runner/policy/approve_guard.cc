@@ -347,9 +347,9 @@ bool ContainsImpl(std::string_view text, int depth) {
 
 bool ContainsApproveCommand(std::string_view command) { return ContainsImpl(command, 0); }
 
-std::optional<GateError> CheckApproveCommand(std::string_view command) {
+std::optional<Error> CheckApproveCommand(std::string_view command) {
   if (!ContainsApproveCommand(command)) return std::nullopt;
-  return GateError{"approve-command", kApproveCommandMessage};
+  return Error::Refusal("approve-command", kApproveCommandMessage);
 }
 
 }  // namespace sandrun::policy

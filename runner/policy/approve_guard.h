@@ -24,7 +24,7 @@ namespace sandrun::policy {
 bool ContainsApproveCommand(std::string_view command);
 
 // The refusal (code approve-command) when ContainsApproveCommand, else nullopt.
-std::optional<GateError> CheckApproveCommand(std::string_view command);
+std::optional<Error> CheckApproveCommand(std::string_view command);
 
 inline constexpr char kApproveCommandMessage[] =
     "exec cannot run /approve commands. Show the /approve command to the user as chat text, or "

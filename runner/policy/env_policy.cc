@@ -325,17 +325,17 @@ std::string FormatEnvViolation(std::vector<std::string> blocked_keys,
   return "Security Violation: " + joined + ".";
 }
 
-std::optional<GateError> CheckEnvNul(const EnvMap& env) {
+std::optional<Error> CheckEnvNul(const EnvMap& env) {
   for (const auto& [key, value] : env) {
     if (value.find('\0') != std::string::npos || key.find('\0') != std::string::npos) {
-      return GateError{"security-violation", "Security Violation: Environment variable '" + key +
-                                                 "' contains a NUL byte."};
+      return Error::Refusal("security-violation", "Security Violation: Environment variable '" +
+                                                      key + "' contains a NUL byte.");
     }
   }
   return std::nullopt;
 }
 
-GateResult<EnvMap> ValidateHostEnvOverrides(const EnvMap& overrides) {
+Result<EnvMap> ValidateHostEnvOverrides(const EnvMap& overrides) {
   if (auto nul = CheckEnvNul(overrides)) return *nul;
   std::vector<std::string> blocked;
   std::vector<std::string> invalid;
@@ -353,18 +353,19 @@ GateResult<EnvMap> ValidateHostEnvOverrides(const EnvMap& overrides) {
     accepted[key] = value;
   }
   if (!blocked.empty() || !invalid.empty()) {
-    return GateError{"security-violation", FormatEnvViolation(blocked, invalid)};
+    return Error::Refusal("security-violation", FormatEnvViolation(blocked, invalid));
   }
   return accepted;
 }
 
-GateResult<EnvMap> ValidateSandboxEnvOverrides(const EnvMap& overrides) {
+Result<EnvMap> ValidateSandboxEnvOverrides(const EnvMap& overrides) {
   if (auto nul = CheckEnvNul(overrides)) return *nul;
   std::vector<std::string> invalid;
   for (const auto& entry : overrides) {
     if (!IsPortableEnvKey(entry.first)) invalid.push_back(entry.first);
   }
-  if (!invalid.empty()) return GateError{"security-violation", FormatEnvViolation({}, invalid)};
+  if (!invalid.empty())
+    return Error::Refusal("security-violation", FormatEnvViolation({}, invalid));
   return overrides;
 }
 

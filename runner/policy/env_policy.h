@@ -52,14 +52,14 @@ std::string FormatEnvViolation(std::vector<std::string> blocked_keys,
 
 // `Security Violation: Environment variable '<KEY>' contains a NUL byte.` for the first key (in
 // map order) whose value holds a NUL byte; nullopt when there is none.
-std::optional<GateError> CheckEnvNul(const EnvMap& env);
+std::optional<Error> CheckEnvNul(const EnvMap& env);
 
 // Gateway and node: the accepted overrides, or a security-violation. Blocked keys are reported
 // upper-cased, invalid keys as given.
-GateResult<EnvMap> ValidateHostEnvOverrides(const EnvMap& overrides);
+Result<EnvMap> ValidateHostEnvOverrides(const EnvMap& overrides);
 
 // Sandbox: everything is accepted except NUL values and non-portable keys.
-GateResult<EnvMap> ValidateSandboxEnvOverrides(const EnvMap& overrides);
+Result<EnvMap> ValidateSandboxEnvOverrides(const EnvMap& overrides);
 
 // The base of the gateway child env: the runner's env without the dangerous inherited keys.
 EnvMap SanitizeInheritedEnv(const EnvMap& host_env);

@@ -25,17 +25,16 @@ std::optional<std::string> Lookup(const std::map<std::string, std::string>& env,
   return it->second;
 }
 
-GateError InvalidRequest(std::string message) {
-  return GateError{"invalid-request", std::move(message)};
+Error InvalidRequest(std::string message) {
+  return Error::Refusal("invalid-request", std::move(message));
 }
 
 // The first refusal of a call, in the documented order; nullopt when allowed.
-std::optional<GateError> FirstRefusal(const config::AgentSettings& settings,
-                                      const ExecRequest& request, const Decision& d,
-                                      bool configured_host_ok,
-                                      const std::optional<GateError>& host_error,
-                                      const std::optional<GateError>& elevated_error,
-                                      const Caller& caller) {
+std::optional<Error> FirstRefusal(const config::AgentSettings& settings, const ExecRequest& request,
+                                  const Decision& d, bool configured_host_ok,
+                                  const std::optional<Error>& host_error,
+                                  const std::optional<Error>& elevated_error,
+                                  const Caller& caller) {
   if (Trim(request.command).empty()) return InvalidRequest("Provide a command to start.");
   if (request.command.find('\0') != std::string::npos) {
     return InvalidRequest("The command contains a NUL byte.");
@@ -45,8 +44,9 @@ std::optional<GateError> FirstRefusal(const config::AgentSettings& settings,
                           " bytes; the limit is " + std::to_string(kMaxCommandBytes) + ").");
   }
   if (!configured_host_ok) {
-    return GateError{"invalid-config", "Invalid tools.exec.host \"" + settings.exec.host +
-                                           "\". Allowed values: auto, sandbox, gateway, node."};
+    return Error::Refusal("invalid-config",
+                          "Invalid tools.exec.host \"" + settings.exec.host +
+                              "\". Allowed values: auto, sandbox, gateway, node.");
   }
   if (host_error.has_value()) return host_error;
   if (request.security.has_value() && !ParseSecurity(*request.security).has_value()) {
@@ -60,22 +60,22 @@ std::optional<GateError> FirstRefusal(const config::AgentSettings& settings,
   if (elevated_error.has_value()) return elevated_error;
   if (auto e = CheckHostOverride(d.configured_host, d.requested_host, d.sandboxed)) return e;
   if (d.selected_host == Host::kSandbox && !d.sandboxed) {
-    return GateError{"sandbox-unavailable",
-                     "exec host=sandbox requires a sandbox runtime for this session.\n"
-                     "Enable sandbox mode (`agents.defaults.sandbox.mode=\"non-main\"` or "
-                     "`\"all\"`) or use host=auto/gateway/node."};
+    return Error::Refusal("sandbox-unavailable",
+                          "exec host=sandbox requires a sandbox runtime for this session.\n"
+                          "Enable sandbox mode (`agents.defaults.sandbox.mode=\"non-main\"` or "
+                          "`\"all\"`) or use host=auto/gateway/node.");
   }
   if (auto e = CheckApproveCommand(request.command)) return e;
   if (d.effective_host == Host::kSandbox) {
-    GateResult<EnvMap> env = ValidateSandboxEnvOverrides(request.env);
+    Result<EnvMap> env = ValidateSandboxEnvOverrides(request.env);
     if (!env) return env.error();
   } else {
-    GateResult<EnvMap> env = ValidateHostEnvOverrides(request.env);
+    Result<EnvMap> env = ValidateHostEnvOverrides(request.env);
     if (!env) return env.error();
   }
   if (d.configured.security == config::Security::kDeny) {
-    return GateError{"denied", std::string("exec denied: host=") + HostName(d.effective_host) +
-                                   " security=deny"};
+    return Error::Refusal("denied", std::string("exec denied: host=") + HostName(d.effective_host) +
+                                        " security=deny");
   }
   // Ids name scopes, containers and directories: invalid ones are refused, never rewritten.
   if (auto bad = ValidateCallerIds(caller)) return bad;
@@ -83,16 +83,16 @@ std::optional<GateError> FirstRefusal(const config::AgentSettings& settings,
     const std::string bound = Trim(settings.exec.node);
     const std::string asked = request.node.has_value() ? Trim(*request.node) : "";
     if (!bound.empty() && !asked.empty() && asked != bound) {
-      return GateError{"node-not-allowed", "exec node not allowed (bound to " + bound + ")"};
+      return Error::Refusal("node-not-allowed", "exec node not allowed (bound to " + bound + ")");
     }
-    return GateError{"node-unavailable",
-                     "exec host=node requires a paired node (none available). This requires a "
-                     "companion app or node host."};
+    return Error::Refusal("node-unavailable",
+                          "exec host=node requires a paired node (none available). This requires a "
+                          "companion app or node host.");
   }
   return std::nullopt;
 }
 
-GateResult<int64_t> TimeoutMs(const ExecRequest& request, const config::ExecSettings& exec) {
+Result<int64_t> TimeoutMs(const ExecRequest& request, const config::ExecSettings& exec) {
   // Keep far from int64 overflow; 2^53 ms is ~285000 years.
   constexpr double kMaxMs = 9007199254740992.0;
   if (request.timeout_seconds.has_value()) {
@@ -112,16 +112,16 @@ GateResult<int64_t> TimeoutMs(const ExecRequest& request, const config::ExecSett
 
 int64_t ClampYield(int64_t ms) { return std::clamp<int64_t>(ms, 10, 120000); }
 
-GateResult<GatedPlan> BuildSandboxPlan(GatedPlan out, const ExecRequest& request,
-                                       const GateContext& ctx) {
+Result<GatedPlan> BuildSandboxPlan(GatedPlan out, const ExecRequest& request,
+                                   const GateContext& ctx) {
   const config::AgentSettings& s = *ctx.settings;
-  GateResult<exec::SandboxSpec> spec = BuildSandboxSpec(ctx);
+  Result<exec::SandboxSpec> spec = BuildSandboxSpec(ctx);
   if (!spec) return spec.error();
   exec::Plan& p = out.plan;
   p.target = exec::Target::kSandbox;
   p.sandbox = std::move(spec).value();
 
-  GateResult<EnvMap> overrides = ValidateSandboxEnvOverrides(request.env);
+  Result<EnvMap> overrides = ValidateSandboxEnvOverrides(request.env);
   if (!overrides) return overrides.error();
   EnvMap env;
   env["HOME"] = p.sandbox.workdir;
@@ -150,14 +150,14 @@ GateResult<GatedPlan> BuildSandboxPlan(GatedPlan out, const ExecRequest& request
   return out;
 }
 
-GateResult<GatedPlan> BuildGatewayPlan(GatedPlan out, const ExecRequest& request,
-                                       const GateContext& ctx, const DirExistsFn& dir_exists,
-                                       const IsExecutableFn& is_executable) {
+Result<GatedPlan> BuildGatewayPlan(GatedPlan out, const ExecRequest& request,
+                                   const GateContext& ctx, const DirExistsFn& dir_exists,
+                                   const IsExecutableFn& is_executable) {
   const config::AgentSettings& s = *ctx.settings;
   exec::Plan& p = out.plan;
   p.target = exec::Target::kGateway;
 
-  GateResult<EnvMap> overrides = ValidateHostEnvOverrides(request.env);
+  Result<EnvMap> overrides = ValidateHostEnvOverrides(request.env);
   if (!overrides) return overrides.error();
   EnvMap env = SanitizeInheritedEnv(ctx.host_env);
   for (const auto& [k, v] : *overrides) env[k] = v;
@@ -224,8 +224,8 @@ Decision Decide(const config::AgentSettings& settings, const ExecRequest& reques
   const std::optional<Host> configured = ParseHost(settings.exec.host);
   d.configured_host = configured.value_or(Host::kAuto);
 
-  GateResult<std::optional<Host>> requested = NormalizeRequestedHost(request.host);
-  std::optional<GateError> host_error;
+  Result<std::optional<Host>> requested = NormalizeRequestedHost(request.host);
+  std::optional<Error> host_error;
   if (requested) {
     d.requested_host = *requested;
   } else {
@@ -291,18 +291,18 @@ std::string SelectGatewayShell(const std::string& shell_env, const std::string& 
   return exec::SelectShell(shell_env.c_str(), lookup);
 }
 
-GateResult<GatedPlan> BuildPlan(const Decision& decision, const ExecRequest& request,
-                                const GateContext& ctx) {
+Result<GatedPlan> BuildPlan(const Decision& decision, const ExecRequest& request,
+                            const GateContext& ctx) {
   if (decision.refusal.has_value()) return *decision.refusal;
   if (ctx.settings == nullptr) {
-    return GateError{"invalid-config", "internal: the gate was called without settings."};
+    return Error::Refusal("invalid-config", "internal: the gate was called without settings.");
   }
   const config::AgentSettings& s = *ctx.settings;
   GatedPlan out;
   out.decision = decision;
   exec::Plan& p = out.plan;
   p.command = request.command;
-  GateResult<int64_t> timeout = TimeoutMs(request, s.exec);
+  Result<int64_t> timeout = TimeoutMs(request, s.exec);
   if (!timeout) return timeout.error();
   p.timeout_ms = *timeout;
   p.pty = request.pty;
@@ -327,14 +327,14 @@ GateResult<GatedPlan> BuildPlan(const Decision& decision, const ExecRequest& req
     case Host::kNode:
       break;
   }
-  return GateError{"node-unavailable",
-                   "exec host=node requires a paired node (none available). This requires a "
-                   "companion app or node host."};
+  return Error::Refusal("node-unavailable",
+                        "exec host=node requires a paired node (none available). This requires a "
+                        "companion app or node host.");
 }
 
-GateResult<GatedPlan> Gate(const ExecRequest& request, const GateContext& ctx) {
+Result<GatedPlan> Gate(const ExecRequest& request, const GateContext& ctx) {
   if (ctx.settings == nullptr) {
-    return GateError{"invalid-config", "internal: the gate was called without settings."};
+    return Error::Refusal("invalid-config", "internal: the gate was called without settings.");
   }
   return BuildPlan(Decide(*ctx.settings, request, ctx.caller), request, ctx);
 }

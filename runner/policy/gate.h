@@ -5,7 +5,7 @@
 //   Decision d = Decide(settings, request, caller);  // where, security/ask, elevated, or why not
 //   if (NeedsLoginPath(d, settings, env)) ctx.login_path = <CachedLoginPath(...)>;
 //   if (NeedsSeccompProfile(d)) ctx.seccomp_profile_json = <profile JSON>;
-//   GateResult<GatedPlan> plan = BuildPlan(d, request, ctx);
+//   Result<GatedPlan> plan = BuildPlan(d, request, ctx);
 // `sandrun policy check` uses Decide() alone: a refused Decision still says where the call would
 // have gone.
 //
@@ -45,7 +45,7 @@ struct Decision {
   // Gateway/node with security=allowlist or ask!=off by tools.exec alone: the approvals flow
   // (approval_flow.h) decides after BuildPlan; the approvals file may tighten it further.
   bool needs_approval_flow = false;
-  std::optional<GateError> refusal;
+  std::optional<Error> refusal;
 
   bool allowed() const { return !refusal.has_value(); }
 };
@@ -80,11 +80,11 @@ struct GatedPlan {
 //            PATH = pathPrepend + login PATH + runner PATH; shell from $SHELL (fish -> bash ->
 //            sh); cwd = workdir (relative to the workspace) or the workspace, with a warning and
 //            a fallback when it is not a directory.
-GateResult<GatedPlan> BuildPlan(const Decision& decision, const ExecRequest& request,
-                                const GateContext& ctx);
+Result<GatedPlan> BuildPlan(const Decision& decision, const ExecRequest& request,
+                            const GateContext& ctx);
 
 // Decide + BuildPlan with ctx.settings and ctx.caller (no login PATH probe: ctx as given).
-GateResult<GatedPlan> Gate(const ExecRequest& request, const GateContext& ctx);
+Result<GatedPlan> Gate(const ExecRequest& request, const GateContext& ctx);
 
 // The gateway shell (reference §3.1): exec::SelectShell with lookups over `path` through
 // `is_executable`: $SHELL trimmed (a bare name resolved on `path`); fish -> bash -> sh on

@@ -1,13 +1,13 @@
-// Value types shared by the gate's parts: the refusal (GateError), a Result-like holder that
-// carries one (GateResult<T>), and the facts the caller gathers for the gate (GateContext).
+// Value types shared by the gate's parts: the facts the caller gathers for the gate
+// (GateContext) and its probes. Refusals are sandrun::Error values with a wire code.
 //
 // The gate is pure policy: it never touches the file system, the network or the environment
 // itself. Whatever it needs to know about the world comes in through GateContext, including
 // two small injectable probes (DirExists, IsExecutable) so tests stay hermetic.
 //
 // Pattern of use:
-//   GateResult<Foo> r = Something(...);
-//   if (!r) return r.error();          // a GateError: {code, message}
+//   Result<Foo> r = Something(...);
+//   if (!r) return r.error();          // Error::Refusal(wire code, message)
 //   Use(r.value());
 #pragma once
 
@@ -15,7 +15,6 @@
 #include <map>
 #include <string>
 #include <utility>
-#include <variant>
 
 #include "runner/config/settings.h"
 #include "runner/policy/exec_request.h"
@@ -23,9 +22,9 @@
 
 namespace sandrun::policy {
 
-// Why the gate refused a call. `code` is the machine-readable error code of the tool-call error
-// object ({"error":{"code","message"}}, SPEC §2.1); `message` is OpenClaw's text where one
-// exists. Codes:
+// Why the gate refused a call: an Error (sandbox/base/result.h) of code kRefused whose `wire` is
+// the machine-readable code of the tool-call error object ({"error":{"code","message"}}, SPEC
+// §2.1; HACKING.md lists them all); `message` is OpenClaw's text where one exists. Codes:
 //   invalid-request       empty/oversized command, NUL in the command, bad per-call enum
 //   invalid-host          unknown per-call host value
 //   host-not-allowed      per-call host that may not override the configured one
@@ -39,36 +38,7 @@ namespace sandrun::policy {
 //   approval-required     an approval was needed and none can be given (no server to ask an
 //                         operator, and askFallback did not approve)
 //   invalid-config        the settings themselves are unusable (bad bind, host network, ...)
-struct GateError {
-  std::string code;
-  std::string message;
-};
-
-// Holds a T or a GateError; the same surface as sandrun::Result<T>, but the error carries the
-// gate's string code.
-template <typename T>
-class [[nodiscard]] GateResult {
- public:
-  GateResult(T value) : v_(std::in_place_index<0>, std::move(value)) {}          // NOLINT: implicit
-  GateResult(GateError error) : v_(std::in_place_index<1>, std::move(error)) {}  // NOLINT
-
-  bool has_value() const { return v_.index() == 0; }
-  explicit operator bool() const { return has_value(); }
-
-  T& value() & { return std::get<0>(v_); }
-  const T& value() const& { return std::get<0>(v_); }
-  T&& value() && { return std::get<0>(std::move(v_)); }
-  T& operator*() & { return value(); }
-  const T& operator*() const& { return value(); }
-  T* operator->() { return &value(); }
-  const T* operator->() const { return &value(); }
-
-  const GateError& error() const& { return std::get<1>(v_); }
-  GateError&& error() && { return std::get<1>(std::move(v_)); }
-
- private:
-  std::variant<T, GateError> v_;
-};
+// Build one with Error::Refusal("denied", "..."); read the code with WireCode().
 
 // true when `path` is an existing directory (follows symlinks).
 using DirExistsFn = std::function<bool(const std::string& path)>;

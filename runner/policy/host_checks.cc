@@ -32,8 +32,8 @@ std::optional<std::string> ExpandTilde(const std::string& path, const std::strin
   return home + path.substr(1);
 }
 
-GateError ConfigError(std::string message) {
-  return GateError{"invalid-config", std::move(message)};
+Error ConfigError(std::string message) {
+  return Error::Refusal("invalid-config", std::move(message));
 }
 
 constexpr std::string_view kBlockedHostPaths[] = {
@@ -190,8 +190,8 @@ std::optional<std::string> SourceKindReason(const HostPathInfo& info) {
   return std::nullopt;
 }
 
-GateResult<std::string> ValidateBind(const std::string& bind, const std::string& home,
-                                     const std::string& container_workdir) {
+Result<std::string> ValidateBind(const std::string& bind, const std::string& home,
+                                 const std::string& container_workdir) {
   const std::string where = "sandbox.docker.binds entry \"" + bind + "\": ";
   std::vector<std::string> parts = Split(bind, ':');
   if (parts.size() < 2 || parts.size() > 3 || parts[0].empty() || parts[1].empty()) {

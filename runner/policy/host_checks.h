@@ -45,8 +45,8 @@ std::optional<std::string> SourceKindReason(const HostPathInfo& info);
 
 // Validates one sandbox.docker.binds entry ("SRC:DST[:MODE]") by its text and returns it
 // normalized (see sandbox_spec.h).
-GateResult<std::string> ValidateBind(const std::string& bind, const std::string& home,
-                                     const std::string& container_workdir);
+Result<std::string> ValidateBind(const std::string& bind, const std::string& home,
+                                 const std::string& container_workdir);
 
 // "SRC:DST[:MODE]" as ValidateBind returns it, as a mount (identity left unknown).
 exec::HostMountSpec ParseValidatedBind(const std::string& validated);

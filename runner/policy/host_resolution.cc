@@ -92,12 +92,12 @@ std::optional<config::Ask> ParseAsk(std::string_view value) {
   return std::nullopt;
 }
 
-GateResult<std::optional<Host>> NormalizeRequestedHost(const std::optional<std::string>& raw) {
+Result<std::optional<Host>> NormalizeRequestedHost(const std::optional<std::string>& raw) {
   if (!raw.has_value() || Trim(*raw).empty()) return std::optional<Host>();
   std::optional<Host> host = ParseHost(*raw);
   if (!host.has_value()) {
-    return GateError{"invalid-host", "Invalid exec host \"" + *raw +
-                                         "\". Allowed values: auto, sandbox, gateway, node."};
+    return Error::Refusal("invalid-host", "Invalid exec host \"" + *raw +
+                                              "\". Allowed values: auto, sandbox, gateway, node.");
   }
   return host;
 }
@@ -216,14 +216,14 @@ ElevatedResolution ResolveElevated(const config::ElevatedSettings& elevated,
     out.mode = ElevatedMode::kOff;
   }
   if (out.mode != ElevatedMode::kOff && !available) {
-    out.refusal =
-        GateError{"elevated-unavailable", ElevatedUnavailableMessage(sandboxed, gates, caller)};
+    out.refusal = Error::Refusal("elevated-unavailable",
+                                 ElevatedUnavailableMessage(sandboxed, gates, caller));
   }
   return out;
 }
 
-std::optional<GateError> CheckHostOverride(Host configured, std::optional<Host> requested,
-                                           bool sandboxed) {
+std::optional<Error> CheckHostOverride(Host configured, std::optional<Host> requested,
+                                       bool sandboxed) {
   if (!requested.has_value() || *requested == configured) return std::nullopt;
   const Host r = *requested;
   const bool to_host = r == Host::kGateway || r == Host::kNode;
@@ -237,10 +237,10 @@ std::optional<GateError> CheckHostOverride(Host configured, std::optional<Host> 
   } else {
     hint = std::string(HostName(r)) + " or auto";
   }
-  return GateError{"host-not-allowed", std::string("exec host not allowed (requested ") +
-                                           HostName(r) + "; configured host is " +
-                                           HostName(configured) + "; set tools.exec.host=" + hint +
-                                           " to allow this override)."};
+  return Error::Refusal("host-not-allowed",
+                        std::string("exec host not allowed (requested ") + HostName(r) +
+                            "; configured host is " + HostName(configured) +
+                            "; set tools.exec.host=" + hint + " to allow this override).");
 }
 
 ExecTarget SelectExecTarget(Host configured, std::optional<Host> requested, bool sandboxed,

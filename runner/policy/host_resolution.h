@@ -28,7 +28,7 @@ std::optional<config::Ask> ParseAsk(std::string_view value);            // trimm
 // The per-call host: absent or "" (after trimming) = not requested; an unknown value refuses
 // with `Invalid exec host "<v>". Allowed values: auto, sandbox, gateway, node.` (code
 // invalid-host; <v> is the raw value as given).
-GateResult<std::optional<Host>> NormalizeRequestedHost(const std::optional<std::string>& raw);
+Result<std::optional<Host>> NormalizeRequestedHost(const std::optional<std::string>& raw);
 
 // Whether this session runs in the sandbox by configuration: mode all; non-main and the session
 // key (trimmed, "" = "main") differs from sandbox.mainSessionKey; off never.
@@ -52,7 +52,7 @@ ElevatedGates EvaluateElevatedGates(const config::ElevatedSettings& elevated, co
 // multi-line `elevated is not available right now (runtime=...)` text (elevated-unavailable).
 struct ElevatedResolution {
   ElevatedMode mode = ElevatedMode::kOff;  // what the call asked for (even when refused)
-  std::optional<GateError> refusal;
+  std::optional<Error> refusal;
 };
 ElevatedResolution ResolveElevated(const config::ElevatedSettings& elevated,
                                    std::optional<bool> requested, const Caller& caller,
@@ -64,8 +64,8 @@ std::string ElevatedUnavailableMessage(bool sandboxed, const ElevatedGates& gate
 
 // isRequestedExecTargetAllowed (reference §1.4): nullopt when the per-call host may be used,
 // else the `exec host not allowed (...)` refusal (host-not-allowed).
-std::optional<GateError> CheckHostOverride(Host configured, std::optional<Host> requested,
-                                           bool sandboxed);
+std::optional<Error> CheckHostOverride(Host configured, std::optional<Host> requested,
+                                       bool sandboxed);
 
 struct ExecTarget {
   Host selected = Host::kAuto;      // requested ?? configured, then moved by elevated

@@ -20,7 +20,7 @@ enum class Interpreter { kNone, kPython, kNode };
 
 constexpr int kMaxPayloadDepth = 4;
 
-GateError Refusal(std::string message) { return GateError{"preflight", std::move(message)}; }
+Error Refusal(std::string message) { return Error::Refusal("preflight", std::move(message)); }
 
 const char* KindName(Interpreter k) { return k == Interpreter::kPython ? "python" : "node"; }
 
@@ -399,8 +399,8 @@ std::optional<std::string> ReadScript(const std::string& target, const std::stri
   return out;
 }
 
-std::optional<GateError> CheckScript(const std::string& target, Interpreter kind,
-                                     const std::string& workdir) {
+std::optional<Error> CheckScript(const std::string& target, Interpreter kind,
+                                 const std::string& workdir) {
   std::optional<std::string> content = ReadScript(target, workdir);
   if (!content) return std::nullopt;
   if (auto hit = FindShellVariable(*content)) {
@@ -452,7 +452,7 @@ bool PreflightApplies(const Decision& decision) {
            decision.effective.ask == config::Ask::kOff);
 }
 
-std::optional<GateError> ScriptPreflight(std::string_view command, const std::string& workdir) {
+std::optional<Error> ScriptPreflight(std::string_view command, const std::string& workdir) {
   Scan scan;
   ScanDeep(command, scan, 0);
 

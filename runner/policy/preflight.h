@@ -37,6 +37,6 @@ inline constexpr size_t kPreflightMaxScriptBytes = 512 * 1024;
 bool PreflightApplies(const Decision& decision);
 
 // Checks `command` about to run in `workdir` (an absolute host directory). nullopt: go ahead.
-std::optional<GateError> ScriptPreflight(std::string_view command, const std::string& workdir);
+std::optional<Error> ScriptPreflight(std::string_view command, const std::string& workdir);
 
 }  // namespace sandrun::policy

@@ -16,8 +16,8 @@
 namespace sandrun::policy {
 namespace {
 
-GateError ConfigError(std::string message) {
-  return GateError{"invalid-config", std::move(message)};
+Error ConfigError(std::string message) {
+  return Error::Refusal("invalid-config", std::move(message));
 }
 
 // "~" and "~/x" against `home`; nullopt when there is a tilde but no home.
@@ -44,7 +44,7 @@ HostProbe Completed(const HostProbe& given) {
 
 // The scratch root: sandbox.workspaceRoot (checked like a workspace by its text) or
 // <state>/sandboxes.
-GateResult<std::string> ScratchRoot(const GateContext& ctx, const std::string& home) {
+Result<std::string> ScratchRoot(const GateContext& ctx, const std::string& home) {
   const config::SandboxSettings& sb = ctx.settings->sandbox;
   if (Trim(sb.workspace_root).empty()) {
     if (ctx.state_dir.empty() || ctx.state_dir[0] != '/') {
@@ -65,8 +65,8 @@ GateResult<std::string> ScratchRoot(const GateContext& ctx, const std::string& h
 }
 
 // The real workspace for ro/rw: checked by text, then resolved and checked by identity.
-GateResult<HostPathInfo> CheckedWorkspace(const GateContext& ctx, const HostProbe& probe,
-                                          const std::string& home) {
+Result<HostPathInfo> CheckedWorkspace(const GateContext& ctx, const HostProbe& probe,
+                                      const std::string& home) {
   const config::WorkspaceAccess access = ctx.settings->sandbox.workspace_access;
   const std::string what = std::string("sandbox.workspaceAccess \"") + AccessName(access) + "\"";
   if (ctx.workspace_dir.empty() || ctx.workspace_dir[0] != '/') {
@@ -93,11 +93,11 @@ GateResult<HostPathInfo> CheckedWorkspace(const GateContext& ctx, const HostProb
 }
 
 // One bind: its text (ValidateBind), then the object its source resolves to.
-GateResult<exec::HostMountSpec> CheckedBind(const std::string& bind, const GateContext& ctx,
-                                            const HostProbe& probe, const std::string& home,
-                                            const std::string& workdir,
-                                            const std::vector<std::string>& writable_roots) {
-  GateResult<std::string> text = ValidateBind(bind, home, workdir);
+Result<exec::HostMountSpec> CheckedBind(const std::string& bind, const GateContext& ctx,
+                                        const HostProbe& probe, const std::string& home,
+                                        const std::string& workdir,
+                                        const std::vector<std::string>& writable_roots) {
+  Result<std::string> text = ValidateBind(bind, home, workdir);
   if (!text) return text.error();
   exec::HostMountSpec m = ParseValidatedBind(*text);
   const std::string refused =
@@ -148,9 +148,9 @@ std::string SandboxScopeKey(config::SandboxScope scope, const Caller& caller) {
   return "shared";
 }
 
-std::optional<GateError> ValidateCallerIds(const Caller& caller) {
+std::optional<Error> ValidateCallerIds(const Caller& caller) {
   if (auto bad = config::CallerIdsError(caller.agent_id, caller.session_key)) {
-    return GateError{"invalid-request", *bad};
+    return Error::Refusal("invalid-request", *bad);
   }
   return std::nullopt;
 }
@@ -196,7 +196,7 @@ std::string ScratchWorkspaceDir(const std::string& root, config::SandboxScope,
   return (r == "/" ? std::string("") : r) + "/" + ScopeDirName(scope_key);
 }
 
-std::optional<GateError> ValidateDockerSecurity(const config::DockerSettings& docker) {
+std::optional<Error> ValidateDockerSecurity(const config::DockerSettings& docker) {
   const std::string network = Lower(Trim(docker.network));
   if (network == "host") {
     return ConfigError(
@@ -259,7 +259,7 @@ HostProbe DefaultHostProbe() {
   return probe;
 }
 
-GateResult<exec::SandboxSpec> BuildSandboxSpec(const GateContext& ctx) {
+Result<exec::SandboxSpec> BuildSandboxSpec(const GateContext& ctx) {
   const config::SandboxSettings& sb = ctx.settings->sandbox;
   const config::DockerSettings& d = sb.docker;
   if (auto bad = ValidateCallerIds(ctx.caller)) return *bad;
@@ -280,7 +280,7 @@ GateResult<exec::SandboxSpec> BuildSandboxSpec(const GateContext& ctx) {
   }
   spec.workdir = NormalizePosixPath(d.workdir);
 
-  GateResult<std::string> scratch_root = ScratchRoot(ctx, home);
+  Result<std::string> scratch_root = ScratchRoot(ctx, home);
   if (!scratch_root) return scratch_root.error();
   std::vector<std::string> writable_roots = {*scratch_root};
   int64_t owner_uid = probe.uid, owner_gid = probe.gid;
@@ -294,7 +294,7 @@ GateResult<exec::SandboxSpec> BuildSandboxSpec(const GateContext& ctx) {
       break;
     case config::WorkspaceAccess::kRo:
     case config::WorkspaceAccess::kRw: {
-      GateResult<HostPathInfo> ws = CheckedWorkspace(ctx, probe, home);
+      Result<HostPathInfo> ws = CheckedWorkspace(ctx, probe, home);
       if (!ws) return ws.error();
       spec.workspace_host_dir = ws->path;
       spec.workspace_id = ws->id;
@@ -358,7 +358,7 @@ GateResult<exec::SandboxSpec> BuildSandboxSpec(const GateContext& ctx) {
   spec.nano_cpus = static_cast<int64_t>(std::llround(d.cpus * 1e9));
   spec.init = true;
   for (const std::string& bind : d.binds) {
-    GateResult<exec::HostMountSpec> ok =
+    Result<exec::HostMountSpec> ok =
         CheckedBind(bind, ctx, probe, home, spec.workdir, writable_roots);
     if (!ok) return ok.error();
     spec.binds.push_back(std::move(ok).value());

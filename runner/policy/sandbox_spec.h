@@ -28,7 +28,7 @@ std::string SandboxScopeKey(config::SandboxScope scope, const Caller& caller);
 
 // The caller's agent id and session key checked against config/ids.h: nullopt when valid, else
 // the "invalid-request" refusal.
-std::optional<GateError> ValidateCallerIds(const Caller& caller);
+std::optional<Error> ValidateCallerIds(const Caller& caller);
 
 // Lexical POSIX normalization: collapses "//", "." and ".."; keeps a leading "/"; "" -> ".".
 // No file system access, so symlinks are not resolved.
@@ -51,7 +51,7 @@ std::string ScratchWorkspaceDir(const std::string& root, config::SandboxScope sc
 // hardened mounts cannot honour (propagation other than private/rprivate, z/Z relabeling).
 
 // Refuses network "host" / "container:*" and "unconfined" seccomp/AppArmor profiles.
-std::optional<GateError> ValidateDockerSecurity(const config::DockerSettings& docker);
+std::optional<Error> ValidateDockerSecurity(const config::DockerSettings& docker);
 
 // The built-in copy of profiles/containers/default.json's Tmpfs options.
 const std::map<std::string, std::string>& DefaultTmpfsOptions();
@@ -74,7 +74,7 @@ HostProbe DefaultHostProbe();
 // can write (the rw workspace, the scratch root). The sandbox user (spec.user) is
 // sandbox.docker.user if set, else the workspace owner's uid:gid (the runner's for the scratch
 // dir) unless that is root, else 65534:65534.
-GateResult<exec::SandboxSpec> BuildSandboxSpec(const GateContext& ctx);
+Result<exec::SandboxSpec> BuildSandboxSpec(const GateContext& ctx);
 
 // Where a sandboxed command runs (reference §2.5).
 struct SandboxWorkdir {

@@ -33,9 +33,9 @@ bool MatchesAny(const std::vector<std::string>& patterns, std::string_view tool)
                      [&](const std::string& p) { return GlobMatch(p, tool); });
 }
 
-GateError Denied(std::string_view tool, const char* list) {
-  return GateError{"tool-denied",
-                   "Tool " + std::string(tool) + " is denied by tool policy (" + list + ")."};
+Error Denied(std::string_view tool, const char* list) {
+  return Error::Refusal("tool-denied",
+                        "Tool " + std::string(tool) + " is denied by tool policy (" + list + ").");
 }
 
 // "openai/gpt-5.4" -> {"openai", "gpt-5.4"}; "gpt-5.4" -> {"", "gpt-5.4"}.
@@ -86,7 +86,7 @@ ToolVerdict EvaluateToolPolicy(const config::ToolPolicy& policy, std::string_vie
   return ToolVerdict::kNotAllowed;
 }
 
-std::optional<GateError> CheckToolAllowed(const ToolPolicyLayers& layers, std::string_view tool) {
+std::optional<Error> CheckToolAllowed(const ToolPolicyLayers& layers, std::string_view tool) {
   const std::string name = NormalizeToolName(tool);
   for (const config::ToolPolicy* layer : layers) {
     if (layer == nullptr) continue;
@@ -122,16 +122,16 @@ bool ApplyPatchAllowedForModel(const config::ApplyPatchSettings& settings,
   });
 }
 
-GateResult<ApplyPatchTarget> GateApplyPatch(const ApplyPatchContext& ctx) {
+Result<ApplyPatchTarget> GateApplyPatch(const ApplyPatchContext& ctx) {
   if (ctx.settings == nullptr) {
-    return GateError{"invalid-config", "internal: apply_patch was called without settings."};
+    return Error::Refusal("invalid-config", "internal: apply_patch was called without settings.");
   }
   const config::AgentSettings& s = *ctx.settings;
   const config::ApplyPatchSettings& ap = s.exec.apply_patch;
   if (auto denied = CheckToolAllowed(ctx.tools, kToolApplyPatch)) return *denied;
   if (!ap.enabled) {
-    return GateError{"tool-denied",
-                     "Tool apply_patch is disabled (tools.exec.applyPatch.enabled is false)."};
+    return Error::Refusal("tool-denied",
+                          "Tool apply_patch is disabled (tools.exec.applyPatch.enabled is false).");
   }
   if (!ApplyPatchAllowedForModel(ap, ctx.model)) {
     std::string list;
@@ -139,8 +139,8 @@ GateResult<ApplyPatchTarget> GateApplyPatch(const ApplyPatchContext& ctx) {
     const std::string who = ctx.model.has_value() && !Trim(*ctx.model).empty()
                                 ? "model " + Trim(*ctx.model)
                                 : "a call without a model";
-    return GateError{"tool-denied", "Tool apply_patch is not allowed for " + who +
-                                        " (tools.exec.applyPatch.allowModels: " + list + ")."};
+    return Error::Refusal("tool-denied", "Tool apply_patch is not allowed for " + who +
+                                             " (tools.exec.applyPatch.allowModels: " + list + ").");
   }
 
   if (auto bad = ValidateCallerIds(ctx.caller)) return *bad;
@@ -150,10 +150,10 @@ GateResult<ApplyPatchTarget> GateApplyPatch(const ApplyPatchContext& ctx) {
   if (!t.sandboxed) {
     // Gateway: the real workspace; the workdir is relative to it.
     if (ctx.workspace_dir.empty() || ctx.workspace_dir[0] != '/') {
-      return GateError{"invalid-config",
-                       "apply_patch needs the agent's workspace directory "
-                       "(absolute), got \"" +
-                           ctx.workspace_dir + "\"."};
+      return Error::Refusal("invalid-config",
+                            "apply_patch needs the agent's workspace directory "
+                            "(absolute), got \"" +
+                                ctx.workspace_dir + "\".");
     }
     t.root = NormalizePosixPath(ctx.workspace_dir);
     t.workspace_only = ap.workspace_only;
@@ -161,9 +161,9 @@ GateResult<ApplyPatchTarget> GateApplyPatch(const ApplyPatchContext& ctx) {
                 : requested[0] == '/' ? NormalizePosixPath(requested)
                                       : JoinPath(t.root, requested);
     if (t.workspace_only && !PathIsWithin(t.workdir, t.root)) {
-      return GateError{"invalid-request", "apply_patch workdir \"" + requested +
-                                              "\" is outside the workspace " + t.root +
-                                              " (tools.exec.applyPatch.workspaceOnly)."};
+      return Error::Refusal("invalid-request", "apply_patch workdir \"" + requested +
+                                                   "\" is outside the workspace " + t.root +
+                                                   " (tools.exec.applyPatch.workspaceOnly).");
     }
     t.display_cwd = t.workdir;
     return t;
@@ -175,15 +175,15 @@ GateResult<ApplyPatchTarget> GateApplyPatch(const ApplyPatchContext& ctx) {
                                                                      : s.sandbox.docker.workdir);
   switch (s.sandbox.workspace_access) {
     case config::WorkspaceAccess::kRo:
-      return GateError{"read-only-workspace",
-                       "apply_patch cannot write: the sandbox workspace is read-only "
-                       "(sandbox.workspaceAccess is \"ro\")."};
+      return Error::Refusal("read-only-workspace",
+                            "apply_patch cannot write: the sandbox workspace is read-only "
+                            "(sandbox.workspaceAccess is \"ro\").");
     case config::WorkspaceAccess::kRw:
       if (ctx.workspace_dir.empty() || ctx.workspace_dir[0] != '/') {
-        return GateError{"invalid-config",
-                         "sandbox.workspaceAccess \"rw\" needs the agent's "
-                         "workspace directory (absolute), got \"" +
-                             ctx.workspace_dir + "\"."};
+        return Error::Refusal("invalid-config",
+                              "sandbox.workspaceAccess \"rw\" needs the agent's "
+                              "workspace directory (absolute), got \"" +
+                                  ctx.workspace_dir + "\".");
       }
       t.root = NormalizePosixPath(ctx.workspace_dir);
       break;
@@ -196,9 +196,10 @@ GateResult<ApplyPatchTarget> GateApplyPatch(const ApplyPatchContext& ctx) {
         base = ctx.state_dir.empty() ? std::string() : ctx.state_dir + "/sandboxes";
       }
       if (base.empty() || base[0] != '/') {
-        return GateError{"invalid-config",
-                         "the sandbox scratch workspace needs an absolute sandbox.workspaceRoot "
-                         "or state dir."};
+        return Error::Refusal(
+            "invalid-config",
+            "the sandbox scratch workspace needs an absolute sandbox.workspaceRoot "
+            "or state dir.");
       }
       t.scope_key = SandboxScopeKey(s.sandbox.scope, ctx.caller);
       t.root = ScratchWorkspaceDir(base, s.sandbox.scope, t.scope_key);
@@ -224,9 +225,9 @@ GateResult<ApplyPatchTarget> GateApplyPatch(const ApplyPatchContext& ctx) {
       const std::string rel = wanted.substr(std::min(wanted.size(), t.root.size() + 1));
       container_dir = wanted == t.root ? t.alias_root : JoinPath(t.alias_root, rel);
     } else {
-      return GateError{"invalid-request", "apply_patch workdir \"" + requested +
-                                              "\" is outside the sandbox workspace " +
-                                              t.alias_root + "."};
+      return Error::Refusal("invalid-request", "apply_patch workdir \"" + requested +
+                                                   "\" is outside the sandbox workspace " +
+                                                   t.alias_root + ".");
     }
   }
   t.display_cwd = container_dir;

@@ -56,7 +56,7 @@ ToolVerdict EvaluateToolPolicy(const config::ToolPolicy& policy, std::string_vie
 // nullopt when every layer allows `tool`; else (code tool-denied)
 // "Tool <tool> is denied by tool policy (tools.deny)." or "... (tools.allow)." for an allow list
 // that does not name it.
-std::optional<GateError> CheckToolAllowed(const ToolPolicyLayers& layers, std::string_view tool);
+std::optional<Error> CheckToolAllowed(const ToolPolicyLayers& layers, std::string_view tool);
 bool IsToolAllowed(const ToolPolicyLayers& layers, std::string_view tool);
 
 // tools.exec.applyPatch.allowModels: empty allows every model; otherwise the call's model must
@@ -98,6 +98,6 @@ struct ApplyPatchContext {
 // workspace while confined (invalid-request). Sandboxed sessions (sandbox.mode) write to the host
 // side of the /workspace mount: the per-scope scratch dir for workspaceAccess none, the real
 // workspace for rw; gateway sessions write to the real workspace.
-GateResult<ApplyPatchTarget> GateApplyPatch(const ApplyPatchContext& ctx);
+Result<ApplyPatchTarget> GateApplyPatch(const ApplyPatchContext& ctx);
 
 }  // namespace sandrun::policy

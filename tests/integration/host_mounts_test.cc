@@ -64,7 +64,7 @@ class HostMountsTest : public ::testing::Test {
     }
   }
 
-  policy::GateResult<exec::SandboxSpec> Spec() {
+  Result<exec::SandboxSpec> Spec() {
     policy::GateContext ctx;
     ctx.settings = &settings_;
     ctx.caller.agent_id = "main";

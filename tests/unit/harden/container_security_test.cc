@@ -68,7 +68,7 @@ class RuntimeSocketBindTest : public ::testing::TestWithParam<const char*> {};
 TEST_P(RuntimeSocketBindTest, IsRefused) {
   auto r = policy::ValidateBind(GetParam(), "/home/u", "/workspace");
   ASSERT_FALSE(r) << GetParam();
-  EXPECT_EQ(r.error().code, "invalid-config");
+  EXPECT_EQ(r.error().WireCode(), "invalid-config");
   EXPECT_NE(r.error().message.find("socket"), std::string::npos) << r.error().message;
 }
 

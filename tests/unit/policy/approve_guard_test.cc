@@ -18,10 +18,10 @@ class ApproveGuardTest : public ::testing::TestWithParam<GuardRow> {};
 
 TEST_P(ApproveGuardTest, Decides) {
   EXPECT_EQ(ContainsApproveCommand(GetParam().command), GetParam().refused) << GetParam().command;
-  std::optional<GateError> e = CheckApproveCommand(GetParam().command);
+  std::optional<Error> e = CheckApproveCommand(GetParam().command);
   EXPECT_EQ(e.has_value(), GetParam().refused);
   if (e.has_value()) {
-    EXPECT_EQ(e->code, "approve-command");
+    EXPECT_EQ(e->WireCode(), "approve-command");
     EXPECT_EQ(e->message, kApproveCommandMessage);
   }
 }

@@ -18,13 +18,13 @@ class HostEnvTest : public ::testing::TestWithParam<ViolationRow> {};
 
 TEST_P(HostEnvTest, Validates) {
   const ViolationRow& row = GetParam();
-  GateResult<EnvMap> r = ValidateHostEnvOverrides(row.overrides);
+  Result<EnvMap> r = ValidateHostEnvOverrides(row.overrides);
   if (row.message.empty()) {
     ASSERT_TRUE(r.has_value()) << r.error().message;
     EXPECT_EQ(*r, row.overrides);
   } else {
     ASSERT_FALSE(r.has_value());
-    EXPECT_EQ(r.error().code, "security-violation");
+    EXPECT_EQ(r.error().WireCode(), "security-violation");
     EXPECT_EQ(r.error().message, row.message);
   }
 }
@@ -131,22 +131,22 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(EnvNul, RefusedEverywhere) {
   EnvMap env = {{"A", "ok"}, {"FOO", std::string("a\0b", 3)}};
   const std::string want = "Security Violation: Environment variable 'FOO' contains a NUL byte.";
-  GateResult<EnvMap> host = ValidateHostEnvOverrides(env);
+  Result<EnvMap> host = ValidateHostEnvOverrides(env);
   ASSERT_FALSE(host.has_value());
   EXPECT_EQ(host.error().message, want);
-  GateResult<EnvMap> sandbox = ValidateSandboxEnvOverrides(env);
+  Result<EnvMap> sandbox = ValidateSandboxEnvOverrides(env);
   ASSERT_FALSE(sandbox.has_value());
-  EXPECT_EQ(sandbox.error().code, "security-violation");
+  EXPECT_EQ(sandbox.error().WireCode(), "security-violation");
   EXPECT_EQ(sandbox.error().message, want);
   EXPECT_FALSE(CheckEnvNul({{"A", "b"}}).has_value());
 }
 
 TEST(SandboxEnv, NoBlockingButKeysMustBePortable) {
   EnvMap env = {{"PATH", "/x"}, {"LD_PRELOAD", "/y"}, {"HOME", "/h"}, {"NODE_OPTIONS", "z"}};
-  GateResult<EnvMap> ok = ValidateSandboxEnvOverrides(env);
+  Result<EnvMap> ok = ValidateSandboxEnvOverrides(env);
   ASSERT_TRUE(ok.has_value());
   EXPECT_EQ(*ok, env);
-  GateResult<EnvMap> bad = ValidateSandboxEnvOverrides({{"BAD-KEY", "1"}, {"ALSO BAD", "2"}});
+  Result<EnvMap> bad = ValidateSandboxEnvOverrides({{"BAD-KEY", "1"}, {"ALSO BAD", "2"}});
   ASSERT_FALSE(bad.has_value());
   EXPECT_EQ(bad.error().message,
             "Security Violation: invalid non-portable override keys: ALSO BAD, BAD-KEY.");

@@ -69,8 +69,8 @@ ExecRequest Req(std::string command = "ls") {
 }
 
 GatedPlan MustGate(const ExecRequest& r, const GateContext& ctx) {
-  GateResult<GatedPlan> g = Gate(r, ctx);
-  EXPECT_TRUE(g.has_value()) << (g ? "" : g.error().code + ": " + g.error().message);
+  Result<GatedPlan> g = Gate(r, ctx);
+  EXPECT_TRUE(g.has_value()) << (g ? "" : g.error().WireCode() + ": " + g.error().message);
   return g ? std::move(g).value() : GatedPlan{};
 }
 
@@ -207,17 +207,17 @@ TEST(SandboxPlan, MissingSeccompProfileFailsClosed) {
   Fixture f;
   GateContext ctx = f.Ctx();
   ctx.seccomp_profile_json.clear();
-  GateResult<GatedPlan> g = Gate(Req(), ctx);
+  Result<GatedPlan> g = Gate(Req(), ctx);
   ASSERT_FALSE(g.has_value());
-  EXPECT_EQ(g.error().code, "invalid-config");
+  EXPECT_EQ(g.error().WireCode(), "invalid-config");
 }
 
 TEST(SandboxPlan, UnsafeBindRefusesTheCall) {
   Fixture f;
   f.settings.sandbox.docker.binds = {"/var/run/docker.sock:/var/run/docker.sock"};
-  GateResult<GatedPlan> g = Gate(Req(), f.Ctx());
+  Result<GatedPlan> g = Gate(Req(), f.Ctx());
   ASSERT_FALSE(g.has_value());
-  EXPECT_EQ(g.error().code, "invalid-config");
+  EXPECT_EQ(g.error().WireCode(), "invalid-config");
 }
 
 TEST(SandboxPlan, AllowlistModeDoesNotApplyInTheSandbox) {
@@ -387,7 +387,7 @@ TEST_P(ApprovalRequiredTest, PlanCarriesTheNeedForApprovals) {
   f.settings.exec.mode = GetParam().mode;
   f.settings.exec.ask = GetParam().ask;
   f.settings.sandbox.mode = GetParam().sandboxed ? SandboxMode::kAll : SandboxMode::kOff;
-  GateResult<GatedPlan> g = Gate(Req(), f.Ctx());
+  Result<GatedPlan> g = Gate(Req(), f.Ctx());
   ASSERT_TRUE(g.has_value()) << g.error().message;
   EXPECT_EQ(g->decision.needs_approval_flow, GetParam().refused);
   EXPECT_EQ(g->decision.approvals_apply, !GetParam().sandboxed);
@@ -444,9 +444,9 @@ TEST(Timeout, NanIsInvalid) {
   Fixture f;
   ExecRequest r = Req();
   r.timeout_seconds = std::nan("");
-  GateResult<GatedPlan> g = Gate(r, f.Ctx());
+  Result<GatedPlan> g = Gate(r, f.Ctx());
   ASSERT_FALSE(g.has_value());
-  EXPECT_EQ(g.error().code, "invalid-request");
+  EXPECT_EQ(g.error().WireCode(), "invalid-request");
 }
 
 struct YieldRow {
@@ -513,16 +513,16 @@ TEST(Plan, RefusedDecisionIsReturnedByBuildPlan) {
   r.host = "spark-ff13";
   GateContext ctx = f.Ctx();
   Decision d = Decide(f.settings, r, ctx.caller);
-  GateResult<GatedPlan> g = BuildPlan(d, r, ctx);
+  Result<GatedPlan> g = BuildPlan(d, r, ctx);
   ASSERT_FALSE(g.has_value());
-  EXPECT_EQ(g.error().code, "invalid-host");
+  EXPECT_EQ(g.error().WireCode(), "invalid-host");
 }
 
 TEST(Plan, NoSettingsIsAnError) {
   GateContext ctx;
-  GateResult<GatedPlan> g = Gate(Req(), ctx);
+  Result<GatedPlan> g = Gate(Req(), ctx);
   ASSERT_FALSE(g.has_value());
-  EXPECT_EQ(g.error().code, "invalid-config");
+  EXPECT_EQ(g.error().WireCode(), "invalid-config");
 }
 
 }  // namespace

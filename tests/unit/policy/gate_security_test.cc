@@ -65,7 +65,7 @@ TEST_P(SecurityTest, Resolves) {
     EXPECT_FALSE(d.refusal.has_value()) << d.refusal->message;
   } else {
     ASSERT_TRUE(d.refusal.has_value());
-    EXPECT_EQ(d.refusal->code, row.code);
+    EXPECT_EQ(d.refusal->WireCode(), row.code);
   }
 }
 
@@ -429,7 +429,7 @@ TEST_P(RefusalOrderTest, FirstRefusalWins) {
   GetParam().setup(s, r);
   Decision d = Decide(s, r, Caller{});
   ASSERT_TRUE(d.refusal.has_value());
-  EXPECT_EQ(d.refusal->code, GetParam().code) << d.refusal->message;
+  EXPECT_EQ(d.refusal->WireCode(), GetParam().code) << d.refusal->message;
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -534,7 +534,7 @@ TEST(Decide, EnvRulesDependOnTheHost) {
   s.sandbox.mode = SandboxMode::kOff;
   Decision d = Decide(s, r, Caller{});
   ASSERT_TRUE(d.refusal.has_value());
-  EXPECT_EQ(d.refusal->code, "security-violation");
+  EXPECT_EQ(d.refusal->WireCode(), "security-violation");
   EXPECT_EQ(d.refusal->message,
             "Security Violation: Custom 'PATH' variable is forbidden during host execution "
             "(blocked override keys: LD_PRELOAD, NODE_OPTIONS, PATH).");
@@ -562,13 +562,13 @@ TEST(Decide, ApproveGuardAppliesOnEveryHost) {
   ExecRequest r = Req("bash -lc '/approve 1234 allow-always'");
   Decision d = Decide(s, r, Caller{});
   ASSERT_TRUE(d.refusal.has_value());
-  EXPECT_EQ(d.refusal->code, "approve-command");
+  EXPECT_EQ(d.refusal->WireCode(), "approve-command");
   EXPECT_EQ(d.refusal->message,
             "exec cannot run /approve commands. Show the /approve command to the user as chat "
             "text, or route it through the approval command handler instead of shell "
             "execution.");
   s.sandbox.mode = SandboxMode::kOff;
-  EXPECT_EQ(Decide(s, r, Caller{}).refusal->code, "approve-command");
+  EXPECT_EQ(Decide(s, r, Caller{}).refusal->WireCode(), "approve-command");
 }
 
 }  // namespace

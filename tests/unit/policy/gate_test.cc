@@ -63,7 +63,7 @@ TEST_P(HostMatrixTest, Resolves) {
     EXPECT_FALSE(d.refusal.has_value()) << d.refusal->message;
   } else {
     ASSERT_TRUE(d.refusal.has_value());
-    EXPECT_EQ(d.refusal->code, row.code);
+    EXPECT_EQ(d.refusal->WireCode(), row.code);
     EXPECT_EQ(d.refusal->message, row.message);
   }
 }
@@ -218,7 +218,7 @@ TEST_P(InvalidHostTest, Rejected) {
   r.host = GetParam().value;
   Decision d = Decide(config::AgentSettings{}, r, Caller{});
   ASSERT_TRUE(d.refusal.has_value());
-  EXPECT_EQ(d.refusal->code, "invalid-host");
+  EXPECT_EQ(d.refusal->WireCode(), "invalid-host");
   EXPECT_EQ(d.refusal->message, "Invalid exec host \"" + GetParam().value +
                                     "\". Allowed values: auto, sandbox, gateway, node.");
 }
@@ -235,7 +235,7 @@ TEST(GateConfig, InvalidConfiguredHostIsAConfigError) {
   s.exec.host = "laptop";
   Decision d = Decide(s, Req(), Caller{});
   ASSERT_TRUE(d.refusal.has_value());
-  EXPECT_EQ(d.refusal->code, "invalid-config");
+  EXPECT_EQ(d.refusal->WireCode(), "invalid-config");
   EXPECT_EQ(d.refusal->message,
             "Invalid tools.exec.host \"laptop\". Allowed values: auto, sandbox, gateway, node.");
 }
@@ -289,7 +289,7 @@ TEST_P(ElevatedTest, Resolves) {
     EXPECT_FALSE(d.refusal.has_value()) << d.refusal->message;
   } else {
     ASSERT_TRUE(d.refusal.has_value());
-    EXPECT_EQ(d.refusal->code, row.code);
+    EXPECT_EQ(d.refusal->WireCode(), row.code);
     if (!row.message.empty()) {
       EXPECT_EQ(d.refusal->message, row.message);
     }
@@ -424,7 +424,7 @@ TEST(Elevated, HostOverrideIsCheckedBeforeElevatedMovesTheTarget) {
   r.host = "gateway";  // sandboxed + auto: a per-call gateway is refused even when elevated
   Decision d = Decide(s, r, Caller{});
   ASSERT_TRUE(d.refusal.has_value());
-  EXPECT_EQ(d.refusal->code, "host-not-allowed");
+  EXPECT_EQ(d.refusal->WireCode(), "host-not-allowed");
   r.host = "sandbox";  // allowed override; elevated then moves it to the gateway
   d = Decide(s, r, Caller{});
   EXPECT_TRUE(d.allowed());

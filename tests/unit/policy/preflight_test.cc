@@ -32,7 +32,7 @@ TEST(PreflightApplies, OnlyGatewayRunsBelowFullOff) {
   d.effective_host = Host::kNode;
   EXPECT_FALSE(PreflightApplies(d));
   d.effective_host = Host::kGateway;
-  d.refusal = GateError{"denied", "x"};
+  d.refusal = Error::Refusal("denied", "x");
   EXPECT_FALSE(PreflightApplies(d)) << "a refused call runs nothing";
 }
 
@@ -54,7 +54,7 @@ class Preflight : public ::testing::Test {
   std::string Check(const std::string& command) {
     auto e = ScriptPreflight(command, dir_);
     if (!e) return "";
-    EXPECT_EQ(e->code, "preflight");
+    EXPECT_EQ(e->WireCode(), "preflight");
     return e->message;
   }
   std::string base_;

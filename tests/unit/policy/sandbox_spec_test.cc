@@ -189,7 +189,7 @@ TEST(CallerIds, InvalidIdsAreRefusedNeverRewritten) {
         std::string("caf\xc3\xa9"), std::string("a\0b", 3)}) {
     auto e = ValidateCallerIds(MakeCaller(agent, "main"));
     ASSERT_TRUE(e.has_value()) << agent;
-    EXPECT_EQ(e->code, "invalid-request");
+    EXPECT_EQ(e->WireCode(), "invalid-request");
     EXPECT_NE(e->message.find("Invalid agent id"), std::string::npos) << e->message;
   }
   for (const std::string& session :
@@ -232,14 +232,14 @@ struct BindRow {
 class BindTest : public ::testing::TestWithParam<BindRow> {};
 
 TEST_P(BindTest, Validates) {
-  GateResult<std::string> r = ValidateBind(GetParam().bind, "/home/u", "/workspace");
+  Result<std::string> r = ValidateBind(GetParam().bind, "/home/u", "/workspace");
   if (!GetParam().want.empty()) {
     ASSERT_TRUE(r.has_value()) << r.error().message;
     EXPECT_EQ(*r, GetParam().want);
     return;
   }
   ASSERT_FALSE(r.has_value()) << *r;
-  EXPECT_EQ(r.error().code, "invalid-config");
+  EXPECT_EQ(r.error().WireCode(), "invalid-config");
   EXPECT_NE(r.error().message.find(GetParam().fragment), std::string::npos) << r.error().message;
   EXPECT_EQ(r.error().message.rfind("sandbox.docker.binds entry \"" + GetParam().bind + "\": ", 0),
             0u);
@@ -293,13 +293,13 @@ INSTANTIATE_TEST_SUITE_P(
     [](const ::testing::TestParamInfo<BindRow>& row_info) { return row_info.param.name; });
 
 TEST(Bind, TildeWithoutHome) {
-  GateResult<std::string> r = ValidateBind("~/x:/x", "", "/workspace");
+  Result<std::string> r = ValidateBind("~/x:/x", "", "/workspace");
   ASSERT_FALSE(r.has_value());
   EXPECT_NE(r.error().message.find("HOME is not set"), std::string::npos);
 }
 
 TEST(Bind, CustomWorkdirIsReserved) {
-  GateResult<std::string> r = ValidateBind("/srv/x:/code/sub", "/home/u", "/code");
+  Result<std::string> r = ValidateBind("/srv/x:/code/sub", "/home/u", "/code");
   ASSERT_FALSE(r.has_value());
   EXPECT_NE(r.error().message.find("reserved"), std::string::npos);
 }
@@ -321,13 +321,13 @@ TEST_P(DockerSecurityTest, Validates) {
   d.network = GetParam().network;
   d.seccomp_profile = GetParam().seccomp;
   d.apparmor_profile = GetParam().apparmor;
-  std::optional<GateError> e = ValidateDockerSecurity(d);
+  std::optional<Error> e = ValidateDockerSecurity(d);
   if (GetParam().fragment.empty()) {
     EXPECT_FALSE(e.has_value()) << e->message;
     return;
   }
   ASSERT_TRUE(e.has_value());
-  EXPECT_EQ(e->code, "invalid-config");
+  EXPECT_EQ(e->WireCode(), "invalid-config");
   EXPECT_NE(e->message.find(GetParam().fragment), std::string::npos) << e->message;
 }
 
@@ -372,7 +372,7 @@ struct SpecFixture {
 
 TEST(Spec, Defaults) {
   SpecFixture f;
-  GateResult<exec::SandboxSpec> r = BuildSandboxSpec(f.Ctx());
+  Result<exec::SandboxSpec> r = BuildSandboxSpec(f.Ctx());
   ASSERT_TRUE(r.has_value()) << r.error().message;
   const exec::SandboxSpec& s = *r;
   EXPECT_EQ(s.instance_id, "inst-1");
@@ -428,7 +428,7 @@ TEST(Spec, Overrides) {
   f.settings.sandbox.workspace_root = "~/sbx";
   GateContext ctx = f.Ctx();
   ctx.caller.session_key = "s1";
-  GateResult<exec::SandboxSpec> r = BuildSandboxSpec(ctx);
+  Result<exec::SandboxSpec> r = BuildSandboxSpec(ctx);
   ASSERT_TRUE(r.has_value()) << r.error().message;
   EXPECT_EQ(r->image, "sandrun-sandbox:minimal");
   EXPECT_EQ(r->container_prefix, "x-");
@@ -457,7 +457,7 @@ TEST(Spec, Overrides) {
 TEST(Spec, WorkspaceAccess) {
   SpecFixture f;
   f.settings.sandbox.workspace_access = WorkspaceAccess::kRo;
-  GateResult<exec::SandboxSpec> r = BuildSandboxSpec(f.Ctx());
+  Result<exec::SandboxSpec> r = BuildSandboxSpec(f.Ctx());
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->workspace_host_dir, "/ws");
   EXPECT_TRUE(r->workspace_read_only);
@@ -479,7 +479,7 @@ TEST(Spec, WorkspaceAccess) {
   ctx.workspace_dir.clear();
   r = BuildSandboxSpec(ctx);
   ASSERT_FALSE(r.has_value());
-  EXPECT_EQ(r.error().code, "invalid-config");
+  EXPECT_EQ(r.error().WireCode(), "invalid-config");
 }
 
 struct SpecErrorRow {
@@ -493,9 +493,9 @@ TEST_P(SpecErrorTest, FailsClosed) {
   SpecFixture f;
   GateContext ctx = f.Ctx();
   GetParam().setup(f.settings, ctx);
-  GateResult<exec::SandboxSpec> r = BuildSandboxSpec(ctx);
+  Result<exec::SandboxSpec> r = BuildSandboxSpec(ctx);
   ASSERT_FALSE(r.has_value());
-  EXPECT_EQ(r.error().code, "invalid-config");
+  EXPECT_EQ(r.error().WireCode(), "invalid-config");
   EXPECT_NE(r.error().message.find(GetParam().fragment), std::string::npos) << r.error().message;
 }
 
@@ -555,7 +555,7 @@ TEST(Spec, ContextTmpfsPresetWins) {
   SpecFixture f;
   GateContext ctx = f.Ctx();
   ctx.tmpfs_options = {{"/tmp", "rw,size=1m"}};
-  GateResult<exec::SandboxSpec> r = BuildSandboxSpec(ctx);
+  Result<exec::SandboxSpec> r = BuildSandboxSpec(ctx);
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->tmpfs_options.at("/tmp"), "rw,size=1m");
   EXPECT_EQ(r->tmpfs_options.at("/run"), "rw,noexec,nosuid,nodev,size=64m,mode=1777");
@@ -581,14 +581,14 @@ TEST_P(WorkspaceCheckTest, RoAndRwAlike) {
     f.settings.sandbox.workspace_access = access;
     GateContext ctx = f.Ctx();
     ctx.workspace_dir = GetParam().workspace;
-    GateResult<exec::SandboxSpec> r = BuildSandboxSpec(ctx);
+    Result<exec::SandboxSpec> r = BuildSandboxSpec(ctx);
     if (GetParam().fragment.empty()) {
       ASSERT_TRUE(r.has_value()) << r.error().message;
       EXPECT_EQ(r->workspace_host_dir, GetParam().workspace);
       continue;
     }
     ASSERT_FALSE(r.has_value()) << GetParam().workspace;
-    EXPECT_EQ(r.error().code, "invalid-config");
+    EXPECT_EQ(r.error().WireCode(), "invalid-config");
     EXPECT_NE(r.error().message.find(GetParam().fragment), std::string::npos) << r.error().message;
   }
 }
@@ -623,7 +623,7 @@ TEST(WorkspaceCheck, ContainingTheStateDirIsRefused) {
   GateContext ctx = f.Ctx();
   ctx.state_dir = "/data/home";
   ctx.workspace_dir = "/data";
-  GateResult<exec::SandboxSpec> r = BuildSandboxSpec(ctx);
+  Result<exec::SandboxSpec> r = BuildSandboxSpec(ctx);
   ASSERT_FALSE(r.has_value());
   EXPECT_NE(r.error().message.find("contains the runner's state dir"), std::string::npos)
       << r.error().message;
@@ -650,13 +650,13 @@ TEST_P(BindSourceTest, ChecksWhatTheSourceIs) {
   f.host.Add("/state/sandboxes/x/y");
   f.settings.sandbox.workspace_access = WorkspaceAccess::kRw;
   f.settings.sandbox.docker.binds = {GetParam().bind};
-  GateResult<exec::SandboxSpec> r = BuildSandboxSpec(f.Ctx());
+  Result<exec::SandboxSpec> r = BuildSandboxSpec(f.Ctx());
   if (GetParam().fragment.empty()) {
     ASSERT_TRUE(r.has_value()) << r.error().message;
     return;
   }
   ASSERT_FALSE(r.has_value()) << GetParam().bind;
-  EXPECT_EQ(r.error().code, "invalid-config");
+  EXPECT_EQ(r.error().WireCode(), "invalid-config");
   EXPECT_NE(r.error().message.find(GetParam().fragment), std::string::npos) << r.error().message;
 }
 
@@ -683,7 +683,7 @@ TEST(BindSource, InsideAConfiguredScratchRootIsRefused) {
   f.host.Add("/scratch/planted");
   f.settings.sandbox.workspace_root = "/scratch";
   f.settings.sandbox.docker.binds = {"/scratch/planted:/p"};
-  GateResult<exec::SandboxSpec> r = BuildSandboxSpec(f.Ctx());
+  Result<exec::SandboxSpec> r = BuildSandboxSpec(f.Ctx());
   ASSERT_FALSE(r.has_value());
   EXPECT_NE(r.error().message.find("where the sandbox can write (/scratch)"), std::string::npos)
       << r.error().message;
@@ -692,7 +692,7 @@ TEST(BindSource, InsideAConfiguredScratchRootIsRefused) {
 TEST(BindSource, BlockedScratchRootIsRefused) {
   SpecFixture f;
   f.settings.sandbox.workspace_root = "/etc/sbx";
-  GateResult<exec::SandboxSpec> r = BuildSandboxSpec(f.Ctx());
+  Result<exec::SandboxSpec> r = BuildSandboxSpec(f.Ctx());
   ASSERT_FALSE(r.has_value());
   EXPECT_NE(r.error().message.find("sandbox.workspaceRoot"), std::string::npos);
 }
@@ -719,14 +719,14 @@ TEST(Spec, InvalidCallerIdsAreRefused) {
   SpecFixture f;
   GateContext ctx = f.Ctx();
   ctx.caller.agent_id = "Main Agent";
-  GateResult<exec::SandboxSpec> r = BuildSandboxSpec(ctx);
+  Result<exec::SandboxSpec> r = BuildSandboxSpec(ctx);
   ASSERT_FALSE(r.has_value());
-  EXPECT_EQ(r.error().code, "invalid-request");
+  EXPECT_EQ(r.error().WireCode(), "invalid-request");
   ctx.caller.agent_id = "main";
   ctx.caller.session_key = "x/../y";
   r = BuildSandboxSpec(ctx);
   ASSERT_FALSE(r.has_value());
-  EXPECT_EQ(r.error().code, "invalid-request");
+  EXPECT_EQ(r.error().WireCode(), "invalid-request");
 }
 
 // ---------------------------------------------------------------------------------------------

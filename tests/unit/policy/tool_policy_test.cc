@@ -27,13 +27,13 @@ class ToolPolicyTable : public ::testing::TestWithParam<PolicyCase> {};
 
 TEST_P(ToolPolicyTable, Decides) {
   const PolicyCase& c = GetParam();
-  std::optional<GateError> e = CheckToolAllowed({&c.global, &c.agent}, c.tool);
+  std::optional<Error> e = CheckToolAllowed({&c.global, &c.agent}, c.tool);
   if (std::string(c.refusal).empty()) {
     EXPECT_FALSE(e.has_value()) << e->message;
     EXPECT_TRUE(IsToolAllowed({&c.global, &c.agent}, c.tool));
   } else {
     ASSERT_TRUE(e.has_value());
-    EXPECT_EQ(e->code, "tool-denied");
+    EXPECT_EQ(e->WireCode(), "tool-denied");
     EXPECT_EQ(e->message, c.refusal);
     EXPECT_FALSE(IsToolAllowed({&c.global, &c.agent}, c.tool));
   }
@@ -177,7 +177,7 @@ TEST_F(ApplyPatchGate, SandboxWorkdirIsMappedFromTheContainerView) {
   c.workdir = "/etc";
   t = GateApplyPatch(c);
   ASSERT_FALSE(t.has_value());
-  EXPECT_EQ(t.error().code, "invalid-request");
+  EXPECT_EQ(t.error().WireCode(), "invalid-request");
   c.workdir = "../..";
   EXPECT_FALSE(GateApplyPatch(c).has_value());
 }
@@ -201,7 +201,7 @@ TEST_F(ApplyPatchGate, ReadOnlyWorkspaceIsRefused) {
   settings_.sandbox.workspace_access = config::WorkspaceAccess::kRo;
   auto t = GateApplyPatch(Ctx());
   ASSERT_FALSE(t.has_value());
-  EXPECT_EQ(t.error().code, "read-only-workspace");
+  EXPECT_EQ(t.error().WireCode(), "read-only-workspace");
 }
 
 TEST_F(ApplyPatchGate, RwWorkspaceIsTheRealOne) {
@@ -227,7 +227,7 @@ TEST_F(ApplyPatchGate, GatewayWritesTheWorkspaceRelativeToTheWorkdir) {
   c.workdir = "/tmp";
   t = GateApplyPatch(c);
   ASSERT_FALSE(t.has_value());
-  EXPECT_EQ(t.error().code, "invalid-request");
+  EXPECT_EQ(t.error().WireCode(), "invalid-request");
   settings_.exec.apply_patch.workspace_only = false;
   t = GateApplyPatch(c);
   ASSERT_TRUE(t.has_value());
@@ -254,7 +254,7 @@ TEST_F(ApplyPatchGate, RefusalsInOrder) {
   c.tools.clear();
   t = GateApplyPatch(c);
   ASSERT_FALSE(t.has_value());
-  EXPECT_EQ(t.error().code, "tool-denied");
+  EXPECT_EQ(t.error().WireCode(), "tool-denied");
   EXPECT_EQ(t.error().message,
             "Tool apply_patch is disabled (tools.exec.applyPatch.enabled is false).");
   settings_.exec.apply_patch.enabled = true;
@@ -268,7 +268,7 @@ TEST_F(ApplyPatchGate, RefusalsInOrder) {
   settings_.sandbox.workspace_access = config::WorkspaceAccess::kRo;
   t = GateApplyPatch(c);
   ASSERT_FALSE(t.has_value());
-  EXPECT_EQ(t.error().code, "read-only-workspace");
+  EXPECT_EQ(t.error().WireCode(), "read-only-workspace");
 }
 
 // ---- tools.exec.applyPatch and tools.allow/deny from config.json. ----
