@@ -35,37 +35,6 @@ Result<const std::map<std::string, policy::SafeBinProfile>*> BuiltinSafeBinProfi
   return cached.get();
 }
 
-Result<CallApprovals> EvaluateCallApprovals(const CallApprovalsInput& in) {
-  CallApprovals out;
-  SANDRUN_ASSIGN_OR_RETURN(config::LoadedApprovals loaded,
-                           config::LoadApprovals(config::ApprovalsPath(in.state_dir)));
-  out.warnings = std::move(loaded.warnings);
-  out.approvals = config::ResolveApprovals(
-      loaded.file, in.agent_id, in.decision->effective.security, in.decision->effective.ask);
-  // tools.exec.autoAllowSkills is the default the file's own value overrides.
-  if (out.approvals.sources["autoAllowSkills"] == "built-in") {
-    out.approvals.auto_allow_skills = in.settings->exec.auto_allow_skills;
-  }
-  policy::ApprovalInputs ai;
-  ai.settings = in.settings;
-  ai.approvals = out.approvals;
-  // The safe-bin profiles matter only when the allowlist is consulted (not for full/off).
-  const bool full_off =
-      std::min(in.decision->effective.security, out.approvals.security) ==
-          config::Security::kFull &&
-      std::max(in.decision->effective.ask, out.approvals.ask) == config::Ask::kOff &&
-      !in.settings->exec.strict_inline_eval;
-  if (!full_off || in.analyse_always) {
-    SANDRUN_ASSIGN_OR_RETURN(ai.builtin_safe_bin_profiles, BuiltinSafeBinProfiles());
-  }
-  ai.resolve.path = in.path;
-  ai.resolve.cwd = in.cwd;
-  ai.resolve.home = in.home;
-  ai.analyse_always = in.analyse_always;
-  out.verdict = policy::EvaluateApprovals(*in.decision, in.command, ai);
-  return out;
-}
-
 Status RecordApprovalUse(const std::string& state_dir, const CallApprovals& approvals,
                          const std::string& command) {
   struct Use {
@@ -120,26 +89,6 @@ Status PersistAllowAlways(const std::string& state_dir, const std::string& agent
       });
   if (!written) return std::move(written).error();
   return Ok();
-}
-
-std::string HeadlessDenial(const policy::ApprovalVerdict& v, const std::string& reason) {
-  return std::string(
-             "exec denied: Headless runs cannot wait for interactive exec approval.\n"
-             "Effective host exec policy: security=") +
-         policy::SecurityName(v.security) + " ask=" + policy::AskName(v.ask) +
-         " askFallback=" + policy::SecurityName(v.ask_fallback) +
-         "\nWhy approval is needed: " + v.reason + " (" + reason +
-         ").\nFix: start `sandrun serve` so an operator can answer (`sandrun approvals approve "
-         "<id> allow-once`), add an allowlist entry (`sandrun approvals allowlist add "
-         "<pattern>`), or set tools.exec.ask=off / tools.exec.security=full.";
-}
-
-bool ReviewerEligible(const policy::ApprovalVerdict& v) {
-  if (!v.eval.analysis_ok || v.eval.parts.size() != 1 || v.eval.segments.size() != 1) {
-    return false;
-  }
-  const policy::SegmentEvaluation& s = v.eval.segments[0];
-  return !s.shell_wrapper && s.blocked.empty();
 }
 
 std::string ReviewerPlanJson(const policy::ApprovalVerdict& v, const std::string& host,

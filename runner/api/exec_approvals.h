@@ -26,26 +26,11 @@ namespace sandrun::api {
 // profiles/safe-bins/default.json, loaded once per process (a failure is not cached).
 Result<const std::map<std::string, policy::SafeBinProfile>*> BuiltinSafeBinProfiles();
 
-struct CallApprovalsInput {
-  std::string state_dir;
-  const config::AgentSettings* settings = nullptr;
-  std::string agent_id;
-  const policy::Decision* decision = nullptr;
-  std::string command;  // the command as requested
-  std::string path;     // PATH of the command's environment
-  std::string cwd;      // where it runs
-  std::string home;     // the runner's $HOME (~ in patterns and commands)
-  bool analyse_always = false;
-};
-
 struct CallApprovals {
   policy::ApprovalVerdict verdict;
   config::ResolvedApprovals approvals;
   std::vector<std::string> warnings;  // from the approvals file (normalisation, permissions)
 };
-
-// Errors: a corrupt approvals file (moved aside, named with line:col), unreadable profiles.
-Result<CallApprovals> EvaluateCallApprovals(const CallApprovalsInput& in);
 
 // After an allowed run: lastUsedAt / lastUsedCommand / lastResolvedPath of the entries that
 // matched (reference §4.4 step 9). Best effort: a failure is returned for a warning.
@@ -56,12 +41,6 @@ Status RecordApprovalUse(const std::string& state_dir, const CallApprovals& appr
 Status PersistAllowAlways(const std::string& state_dir, const std::string& agent,
                           const std::vector<std::string>& patterns);
 
-// An approval was needed, nobody can give it (no server) and askFallback refused: OpenClaw's
-// headless text, the effective policy and how to fix it.
-std::string HeadlessDenial(const policy::ApprovalVerdict& verdict, const std::string& reason);
-
-// Mode auto: the reviewer command sees single commands it can analyse whole.
-bool ReviewerEligible(const policy::ApprovalVerdict& verdict);
 enum class ReviewerAnswer { kAllow, kDeny, kAsk };
 struct ReviewerResult {
   ReviewerAnswer answer = ReviewerAnswer::kAsk;

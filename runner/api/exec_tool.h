@@ -7,6 +7,7 @@
 #include <string>
 
 #include "runner/api/cli_context.h"
+#include "runner/api/exec_inputs.h"
 #include "runner/api/tool_call.h"
 #include "runner/config/settings.h"
 #include "runner/policy/exec_request.h"
@@ -69,28 +70,6 @@ ExecToolResult RunExecTool(const GlobalOptions& global, const policy::Caller& ca
                            const policy::ExecRequest& request, const exec::LiveSink& live,
                            const CancelToken* cancel, ExecServices* services = nullptr);
 
-// Everything before the executor: the state dir, config, tool policy, the gate's decision and
-// plan, the script preflight. `refusal` is set where the call stops (with `internal` for
-// sandrun's own failures); `decided` says whether `decision` was reached. With `for_check`
-// (`sandrun policy check`), a sandbox decision stops before preparing a container (no plan).
-struct PreparedCall {
-  std::string state_dir;
-  config::AgentSettings settings;
-  bool background_allowed = false;
-  bool decided = false;
-  policy::Decision decision;
-  policy::GateContext ctx;  // ctx.settings points at `settings`: PreparedCall never moves
-  std::optional<policy::GatedPlan> gated;
-  std::optional<ToolError> refusal;
-  bool internal = false;
-};
-std::unique_ptr<PreparedCall> PrepareCall(const GlobalOptions& global, const policy::Caller& caller,
-                                          const policy::ExecRequest& request, bool for_check);
-// The approvals flow's input for a prepared call with a plan.
-struct CallApprovalsInput;
-CallApprovalsInput ApprovalsInputFor(const PreparedCall& call, const policy::Caller& caller,
-                                     const policy::ExecRequest& request);
-
 // Starts `plan` as a background session of `caller` (the server): the session id. Used for
 // runs past their yield window and for approved commands.
 struct BackgroundRun {
@@ -104,12 +83,5 @@ Result<std::string> StartBackgroundSession(ExecServices& services, const policy:
 // The caller the CLI speaks for: provider "cli", the OS user's name, the agent and session of
 // the global options.
 policy::Caller CliCaller(const GlobalOptions& global);
-
-// The name of a user id (its passwd entry), or the number.
-std::string UserName(uid_t uid);
-
-// The agent's workspace (SPEC §1): --workspace, else agents.<id>.workspace, else the current
-// directory; made absolute.
-std::string WorkspaceDir(const GlobalOptions& global, const config::AgentSettings& settings);
 
 }  // namespace sandrun::api

@@ -6,6 +6,7 @@
 
 #include "runner/api/exec_approvals.h"
 #include "runner/api/exec_cmd.h"
+#include "runner/api/exec_inputs.h"
 #include "runner/api/exec_tool.h"
 #include "runner/api/server_client.h"
 #include "runner/config/approvals_file.h"
@@ -50,44 +51,34 @@ policy::AllowlistEvaluation AnalysisOnly(const std::string& command) {
 
 std::string PolicyCheckJson(const GlobalOptions& global, const policy::Caller& caller,
                             const policy::ExecRequest& request) {
-  std::unique_ptr<PreparedCall> call = PrepareCall(global, caller, request, /*for_check=*/true);
-  std::string verdict = "allow";
+  // The exec path's own loader and decision: what this prints is what exec acts on.
+  std::unique_ptr<LoadedCall> call = LoadExecInputs(global, caller, request, Purpose::kCheck);
+  std::string verdict = "deny";
   std::string reason;
   std::string security, ask;
   std::optional<std::string> rewritten;
   std::optional<policy::AllowlistEvaluation> eval;
-  if (call->decided) {
-    security = policy::SecurityName(call->decision.effective.security);
-    ask = policy::AskName(call->decision.effective.ask);
-  }
-  if (call->refusal) {
-    verdict = "deny";
-    reason = call->refusal->message;
-  } else if (call->gated && call->gated->decision.approvals_apply) {
-    CallApprovalsInput in = ApprovalsInputFor(*call, caller, request);
-    in.analyse_always = true;
-    auto evaluated = EvaluateCallApprovals(in);
-    if (!evaluated) {
-      verdict = "deny";
-      reason = evaluated.error().ToString();
-    } else {
-      const policy::ApprovalVerdict& v = evaluated->verdict;
-      verdict = policy::VerdictName(v.verdict);
-      reason = v.reason;
+  std::optional<policy::ExecDecision> d;
+  if (call->failure) {
+    reason = call->failure->ToString();
+  } else {
+    d = policy::DecideExec(request, call->inputs);
+    verdict = policy::ExecVerdictName(d->verdict);
+    reason = d->reason;
+    security = policy::SecurityName(d->decision.effective.security);
+    ask = policy::AskName(d->decision.effective.ask);
+    if (d->approvals) {
+      const policy::ApprovalVerdict& v = *d->approvals;
       security = policy::SecurityName(v.security);
       ask = policy::AskName(v.ask);
       eval = v.eval;
       if (v.eval.satisfied && v.security == config::Security::kAllowlist) {
         rewritten = v.eval.rewritten;
       }
-      if (v.verdict == policy::Verdict::kAsk &&
-          call->settings.exec.mode == config::ExecMode::kAuto &&
-          !call->settings.exec.reviewer.command.empty() && ReviewerEligible(v)) {
-        reason += " (mode auto: the reviewer is asked before an operator)";
-      }
     }
-  } else {
-    reason = "sandboxed: allowlists and approvals apply to gateway and node only";
+    if (d->verdict == policy::ExecVerdict::kNeedsReview) {
+      reason += " (mode auto: the reviewer would be asked before an operator)";
+    }
   }
   if (!eval) eval = AnalysisOnly(request.command);
 
@@ -105,9 +96,8 @@ std::string PolicyCheckJson(const GlobalOptions& global, const policy::Caller& c
   w.Key("configured");
   WriteJsonString(w, call->settings.exec.host);
   w.Key("effective");
-  WriteStringOrNull(
-      w, call->decided ? std::optional<std::string>(policy::HostName(call->decision.effective_host))
-                       : std::nullopt);
+  WriteStringOrNull(w, d ? std::optional<std::string>(policy::HostName(d->decision.effective_host))
+                         : std::nullopt);
   w.EndObject();
   w.Key("security");
   WriteJsonString(w, security);
@@ -148,6 +138,32 @@ std::string PolicyCheckJson(const GlobalOptions& global, const policy::Caller& c
   w.EndArray();
   w.Key("rewritten");
   WriteStringOrNull(w, rewritten);
+  if (d && (d->verdict == policy::ExecVerdict::kAsk ||
+            d->verdict == policy::ExecVerdict::kNeedsReview)) {
+    // What happens when no operator can answer (the one-shot CLI, an approval that timed out).
+    w.Key("askFallback");
+    w.StartObject();
+    w.Key("security");
+    WriteJsonString(w, policy::SecurityName(d->approvals->ask_fallback));
+    w.Key("approved");
+    w.Bool(d->fallback.approved);
+    if (d->fallback.approved) {
+      w.Key("command");
+      WriteJsonString(w, d->fallback.command);
+    } else {
+      w.Key("reason");
+      WriteJsonString(w, d->fallback.reason);
+    }
+    w.EndObject();
+    w.Key("allowedDecisions");
+    w.StartArray();
+    for (const std::string& a : d->allowed_decisions) WriteJsonString(w, a);
+    w.EndArray();
+    w.Key("allowAlways");
+    w.StartArray();
+    for (const std::string& p : d->always_patterns) WriteJsonString(w, p);
+    w.EndArray();
+  }
   w.EndObject();
   return buffer.GetString();
 }

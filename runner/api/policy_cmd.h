@@ -1,11 +1,13 @@
 // `sandrun policy check` (SPEC §6.6) and `sandrun approvals ...` (the operator side of §6.5).
 //
-// policy check runs the exec path's own preparation and approvals evaluation (PrepareCall,
-// EvaluateCallApprovals) without running anything and without contacting the engine, and prints
+// policy check runs the exec path's own loader and decision (LoadExecInputs, policy::DecideExec)
+// without running anything, writing anything or contacting the engine, and prints
 // one JSON object, exit 0:
-//   {"decision":"allow|ask|deny","reason","host":{"requested","configured","effective"},
-//    "security","ask","analysis":{"ok","reason","segments":[{"argv","resolvedPath",
-//    "satisfiedBy"}]},"inlineEval":[...],"rewritten"}
+//   {"decision":"allow|ask|needs-review|deny","reason","host":{"requested","configured",
+//    "effective"},"security","ask","analysis":{"ok","reason","segments":[{"argv",
+//    "resolvedPath","satisfiedBy"}]},"inlineEval":[...],"rewritten",
+//    ask/needs-review only: "askFallback":{"security","approved","command"|"reason"},
+//    "allowedDecisions":[...],"allowAlways":[patterns allow-always would persist]}
 #pragma once
 
 #include <string>

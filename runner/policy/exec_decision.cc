@@ -1,0 +1,128 @@
+#include "runner/policy/exec_decision.h"
+
+#include <utility>
+
+#include "runner/policy/host_resolution.h"
+#include "runner/policy/preflight.h"
+
+namespace sandrun::policy {
+
+const char* ExecVerdictName(ExecVerdict v) {
+  switch (v) {
+    case ExecVerdict::kAllow:
+      return "allow";
+    case ExecVerdict::kDeny:
+      return "deny";
+    case ExecVerdict::kAsk:
+      return "ask";
+    case ExecVerdict::kNeedsReview:
+      return "needs-review";
+  }
+  return "deny";
+}
+
+bool ReviewerEligible(const ApprovalVerdict& v) {
+  if (!v.eval.analysis_ok || v.eval.parts.size() != 1 || v.eval.segments.size() != 1) {
+    return false;
+  }
+  const SegmentEvaluation& s = v.eval.segments[0];
+  return !s.shell_wrapper && s.blocked.empty();
+}
+
+std::string HeadlessDenial(const ApprovalVerdict& v, const std::string& reason) {
+  return std::string(
+             "exec denied: Headless runs cannot wait for interactive exec approval.\n"
+             "Effective host exec policy: security=") +
+         SecurityName(v.security) + " ask=" + AskName(v.ask) +
+         " askFallback=" + SecurityName(v.ask_fallback) + "\nWhy approval is needed: " +
+         v.reason + " (" + reason +
+         ").\nFix: start `sandrun serve` so an operator can answer (`sandrun approvals approve "
+         "<id> allow-once`), add an allowlist entry (`sandrun approvals allowlist add "
+         "<pattern>`), or set tools.exec.ask=off / tools.exec.security=full.";
+}
+
+namespace {
+
+std::string EnvValue(const std::map<std::string, std::string>& env, const char* key) {
+  auto it = env.find(key);
+  return it == env.end() ? "" : it->second;
+}
+
+}  // namespace
+
+ExecDecision DecideExec(const ExecRequest& request, const DecisionInputs& in) {
+  ExecDecision d;
+  d.command = request.command;
+  if (in.ctx.settings == nullptr) {
+    d.refusal = Error::Refusal("invalid-config", "internal: the decision was made without settings.");
+    d.reason = d.refusal->message;
+    return d;
+  }
+  const config::AgentSettings& settings = *in.ctx.settings;
+  d.background_allowed = IsToolAllowed(in.tools, kToolProcess);
+  d.decision = Decide(settings, request, in.ctx.caller);
+  auto deny = [&d](Error e) -> ExecDecision& {
+    d.verdict = ExecVerdict::kDeny;
+    d.reason = e.message;
+    d.refusal = std::move(e);
+    return d;
+  };
+  // Tool policy first (SPEC §6b): a denied exec runs nothing, wherever it would have gone.
+  if (auto denied = CheckToolAllowed(in.tools, kToolExec)) return std::move(deny(*denied));
+  if (!d.decision.allowed()) return std::move(deny(*d.decision.refusal));
+  auto gated = BuildPlan(d.decision, request, in.ctx);
+  if (!gated) return std::move(deny(std::move(gated).error()));
+  d.gated = std::move(gated).value();
+  exec::Plan& plan = d.gated->plan;
+  // Script preflight (reference §3.5) where OpenClaw runs it: gateway runs below full/off.
+  if (PreflightApplies(d.gated->decision)) {
+    if (auto refused = ScriptPreflight(request.command, plan.cwd)) {
+      return std::move(deny(*refused));
+    }
+  }
+  if (!d.gated->decision.approvals_apply) {
+    d.verdict = ExecVerdict::kAllow;
+    d.reason = "sandboxed: allowlists and approvals apply to gateway and node only";
+    return d;
+  }
+  if (!in.approvals) {
+    return std::move(deny(Error::Refusal(
+        "invalid-config", "internal: the approvals file was not loaded for a host command.")));
+  }
+  // SPEC §6.5: allowlist, approvals file and inline eval decide what (if anything) runs.
+  ApprovalInputs ai;
+  ai.settings = &settings;
+  ai.approvals = *in.approvals;
+  ai.builtin_safe_bin_profiles = in.safe_bin_profiles;
+  ai.exec_options = in.exec_options;
+  ai.resolve.path = EnvValue(plan.env, "PATH");
+  ai.resolve.cwd = plan.cwd;
+  ai.resolve.home = EnvValue(in.ctx.host_env, "HOME");
+  ai.analyse_always = in.analyse_always;
+  ApprovalVerdict v = EvaluateApprovals(d.gated->decision, request.command, ai);
+  plan.warnings.insert(plan.warnings.end(), v.warnings.begin(), v.warnings.end());
+  d.reason = v.reason;
+  d.command = v.command;
+  switch (v.verdict) {
+    case Verdict::kDeny:
+      d.verdict = ExecVerdict::kDeny;
+      d.refusal = Error::Refusal(v.code, v.reason);
+      break;
+    case Verdict::kAllow:
+      d.verdict = ExecVerdict::kAllow;
+      break;
+    case Verdict::kAsk:
+      d.allowed_decisions = v.allowed_decisions;
+      d.always_patterns = v.always_patterns;
+      d.fallback = ResolveAskFallback(v);
+      d.verdict = settings.exec.mode == config::ExecMode::kAuto &&
+                          !settings.exec.reviewer.command.empty() && ReviewerEligible(v)
+                      ? ExecVerdict::kNeedsReview
+                      : ExecVerdict::kAsk;
+      break;
+  }
+  d.approvals = std::move(v);
+  return d;
+}
+
+}  // namespace sandrun::policy
