@@ -155,23 +155,11 @@ bool IsCleanAbsolute(std::string_view p) {
          p.find("/../") == std::string_view::npos && !p.ends_with("/.") && !p.ends_with("/..");
 }
 
-// The real path of a directory, remembered for the process: PATH directories are few and their
-// own symlinks (merged /usr) do not change under a running runner.
-std::string RealDirectory(const std::string& dir) {
-  static std::mutex mu;
-  static std::map<std::string, std::string> memo;
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = memo.find(dir);
-  if (it != memo.end()) return it->second;
-  std::string real = SystemRealPath(dir);
-  if (memo.size() < 256) memo.emplace(dir, real);
-  return real;
-}
-
 // One lstat per candidate (the system's own probes): a regular file with an execute bit for
 // us, or a symlink, followed as access(2) would. Fills the real path cheaply when the file is
-// not a link: the directory's real path (remembered) plus the name.
-bool ProbeCandidate(const std::string& candidate, size_t name_at, std::string* real) {
+// not a link: the directory's real path (remembered for one evaluation by `scan`) plus the name.
+bool ProbeCandidate(const std::string& candidate, size_t name_at, std::string* real,
+                    PathScan* scan) {
   struct stat st {};
   if (::lstat(candidate.c_str(), &st) != 0) return false;
   if (S_ISLNK(st.st_mode)) {
@@ -194,7 +182,7 @@ bool ProbeCandidate(const std::string& candidate, size_t name_at, std::string* r
     }
   }
   const std::string dir = name_at <= 1 ? "/" : candidate.substr(0, name_at - 1);
-  const std::string real_dir = RealDirectory(dir);
+  const std::string real_dir = scan != nullptr ? scan->RealDirectory(dir) : SystemRealPath(dir);
   if (real_dir.empty()) {
     *real = SystemRealPath(candidate);
   } else {
@@ -235,6 +223,12 @@ const PathScan::View& PathScan::Snapshot(const std::string& dir) {
   return views_.emplace(dir, v).first->second;
 }
 
+std::string PathScan::RealDirectory(const std::string& dir) {
+  auto it = real_dirs_.find(dir);
+  if (it != real_dirs_.end()) return it->second;
+  return real_dirs_.emplace(dir, SystemRealPath(dir)).first->second;
+}
+
 bool PathScan::MayContain(const std::string& dir, const std::string& name) {
   const View& v = Snapshot(dir);
   if (!v.ok) return false;  // not a directory (any more): nothing to find in it
@@ -267,7 +261,7 @@ ExecutableResolution ResolveExecutable(const std::string& word, const ResolveCon
       ctx.is_executable ? ctx.is_executable : IsExecutableFn(StatIsExecutable);
   const RealPathFn& real = ctx.real_path ? ctx.real_path : RealPathFn(SystemRealPath);
   auto probe = [&](const std::string& candidate, size_t name_at) {
-    if (!injected) return ProbeCandidate(candidate, name_at, &r.real_path);
+    if (!injected) return ProbeCandidate(candidate, name_at, &r.real_path, ctx.scan);
     if (!is_exec(candidate)) return false;
     r.real_path = real(candidate);
     return true;

@@ -39,6 +39,10 @@ class PathScan {
   bool MayContain(const std::string& dir, const std::string& name);
   // Records that `dir` has no executable `name` (as of this evaluation's view of `dir`).
   void RecordAbsent(const std::string& dir, const std::string& name);
+  // realpath(3) of a PATH directory, remembered for this evaluation only: a directory's links
+  // can be changed by the commands that run between two evaluations, and a stale real path
+  // would let an allowlist entry match a file it does not name.
+  std::string RealDirectory(const std::string& dir);
 
  private:
   struct View {
@@ -48,6 +52,7 @@ class PathScan {
   };
   const View& Snapshot(const std::string& dir);
   std::map<std::string, View> views_;
+  std::map<std::string, std::string> real_dirs_;
 };
 
 struct ResolveContext {
@@ -57,7 +62,7 @@ struct ResolveContext {
   // `path` already split (SplitPathList), when the caller resolves many words: else split here.
   std::vector<std::string> path_entries;
   // Probes for tests. When both are empty (production) each candidate costs one lstat(2) and
-  // the real path is the directory's (remembered per process) plus the name, unless the file
+  // the real path is the directory's (remembered per evaluation) plus the name, unless the file
   // is itself a symlink.
   IsExecutableFn is_executable;
   RealPathFn real_path;

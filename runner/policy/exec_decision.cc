@@ -34,8 +34,8 @@ std::string HeadlessDenial(const ApprovalVerdict& v, const std::string& reason) 
              "exec denied: Headless runs cannot wait for interactive exec approval.\n"
              "Effective host exec policy: security=") +
          SecurityName(v.security) + " ask=" + AskName(v.ask) +
-         " askFallback=" + SecurityName(v.ask_fallback) + "\nWhy approval is needed: " +
-         v.reason + " (" + reason +
+         " askFallback=" + SecurityName(v.ask_fallback) + "\nWhy approval is needed: " + v.reason +
+         " (" + reason +
          ").\nFix: start `sandrun serve` so an operator can answer (`sandrun approvals approve "
          "<id> allow-once`), add an allowlist entry (`sandrun approvals allowlist add "
          "<pattern>`), or set tools.exec.ask=off / tools.exec.security=full.";
@@ -54,7 +54,8 @@ ExecDecision DecideExec(const ExecRequest& request, const DecisionInputs& in) {
   ExecDecision d;
   d.command = request.command;
   if (in.ctx.settings == nullptr) {
-    d.refusal = Error::Refusal("invalid-config", "internal: the decision was made without settings.");
+    d.refusal =
+        Error::Refusal("invalid-config", "internal: the decision was made without settings.");
     d.reason = d.refusal->message;
     return d;
   }

@@ -56,10 +56,10 @@ const char* ExecVerdictName(ExecVerdict v);  // allow | deny | ask | needs-revie
 
 struct ExecDecision {
   ExecVerdict verdict = ExecVerdict::kDeny;
-  Decision decision;               // where it runs (filled in even when refused)
+  Decision decision;                // where it runs (filled in even when refused)
   bool background_allowed = false;  // the tool policy allows `process` for this call
-  std::optional<GatedPlan> gated;  // the plan, once BuildPlan succeeded
-  std::optional<Error> refusal;    // kDeny: the wire code and OpenClaw's message
+  std::optional<GatedPlan> gated;   // the plan, once BuildPlan succeeded
+  std::optional<Error> refusal;     // kDeny: the wire code and OpenClaw's message
   // Why: the refusal's message, why approval is needed, or why it may run.
   std::string reason;
   // What runs when allowed, or when an ask is approved (the rewritten command under an
