@@ -5,108 +5,42 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <chrono>
-#include <condition_variable>
 #include <cstdio>
-#include <deque>
-#include <functional>
-#include <list>
-#include <mutex>
+#include <cstring>
 #include <thread>
-#include <variant>
 
-#include "runner/api/apply_patch_tool.h"
-#include "runner/api/approval_broker.h"
-#include "runner/api/exec_tool.h"
+#include "runner/api/exec_inputs.h"
 #include "runner/api/http_server.h"
-#include "runner/api/policy_cmd.h"
+#include "runner/api/runtime.h"
 #include "runner/api/server_client.h"
 #include "runner/api/tool_call.h"
-#include "runner/config/config.h"
-#include "runner/config/ids.h"
 #include "runner/config/state_dir.h"
-#include "runner/sessions/manager.h"
-#include "runner/sessions/process_request.h"
-#include "sandbox/base/json.h"
-#include "sandbox/docker/client.h"
-#include "sandbox/executors/docker_executor.h"
-#include "sandbox/executors/host_executor.h"
 
 namespace sandrun::api {
 namespace {
-
-// Fans events out to every connected /v1/events stream; each has a bounded queue so a slow
-// client loses old events instead of holding the server's memory.
-class EventHub {
- public:
-  struct Subscriber {
-    std::deque<std::pair<std::string, std::string>> queue;  // (event, data)
-    std::condition_variable wake;
-  };
-
-  std::shared_ptr<Subscriber> Subscribe() {
-    auto s = std::make_shared<Subscriber>();
-    std::lock_guard<std::mutex> lock(mu_);
-    subscribers_.push_back(s);
-    return s;
-  }
-  void Unsubscribe(const std::shared_ptr<Subscriber>& s) {
-    std::lock_guard<std::mutex> lock(mu_);
-    subscribers_.remove(s);
-  }
-  void Publish(const std::string& event, const std::string& data) {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (auto& s : subscribers_) {
-      if (s->queue.size() >= kMaxQueued) s->queue.pop_front();
-      s->queue.emplace_back(event, data);
-      s->wake.notify_all();
-    }
-  }
-  // Waits up to `ms` for an event; false on timeout.
-  bool Next(const std::shared_ptr<Subscriber>& s, std::pair<std::string, std::string>* out,
-            int ms) {
-    std::unique_lock<std::mutex> lock(mu_);
-    if (!s->wake.wait_for(lock, std::chrono::milliseconds(ms),
-                          [&] { return closed_ || !s->queue.empty(); }) ||
-        s->queue.empty()) {
-      return false;
-    }
-    *out = std::move(s->queue.front());
-    s->queue.pop_front();
-    return true;
-  }
-  // Ends every stream's wait (server shutdown).
-  void Close() {
-    std::lock_guard<std::mutex> lock(mu_);
-    closed_ = true;
-    for (auto& s : subscribers_) s->wake.notify_all();
-  }
-
- private:
-  static constexpr size_t kMaxQueued = 1000;
-  std::mutex mu_;
-  std::list<std::shared_ptr<Subscriber>> subscribers_;
-  bool closed_ = false;
-};
 
 std::string Header(const HttpRequestInfo& r, const char* name, const std::string& fallback) {
   auto it = r.headers.find(name);
   return it == r.headers.end() || it->second.empty() ? fallback : it->second;
 }
 
-// The server's callers: provider "api", the client's user name (SO_PEERCRED) as sender.
-policy::Caller ApiCaller(const HttpRequestInfo& r, const GlobalOptions& g) {
-  policy::Caller caller;
-  caller.provider = "api";
-  caller.sender = UserName(r.peer_uid);
-  caller.agent_id = g.agent;
-  caller.session_key = g.session;
-  return caller;
+// The caller of a request on the local socket: provider "api", the client's user name
+// (SO_PEERCRED) as sender, the agent and session of the X-Sandrun-* headers. A client may pick
+// its workspace only if it is this server's own user: another user must not get a directory of
+// ours mounted into a sandbox.
+Principal LocalPrincipal(const HttpRequestInfo& r) {
+  Principal who;
+  who.provider = "api";
+  who.sender = UserName(r.peer_uid);
+  who.uid = r.peer_uid;
+  who.agent = Header(r, "x-sandrun-agent", "main");
+  who.session = Header(r, "x-sandrun-session", "main");
+  std::string workspace = Header(r, "x-sandrun-workspace", "");
+  if (!workspace.empty() && r.peer_uid == ::geteuid()) who.workspace_root = workspace;
+  return who;
 }
 
-HttpReply ErrorReply(int status, const std::string& code, const std::string& message) {
-  return JsonReply(status, RenderError(ToolError{code, message}));
-}
+HttpReply Reply(const RuntimeReply& r) { return JsonReply(r.status, r.json); }
 
 HttpServerLimits LimitsFrom(const config::ServerSettings& s) {
   HttpServerLimits limits;
@@ -121,27 +55,6 @@ HttpServerLimits LimitsFrom(const config::ServerSettings& s) {
 }  // namespace
 
 int RunServeCommand(const GlobalOptions& global, const ServeOptions& options) {
-  auto state_dir = config::StateDirPath();
-  if (!state_dir) {
-    PrintError(state_dir.error().ToString());
-    return kExitFailure;
-  }
-  if (auto ok = config::EnsureStateDir(*state_dir); !ok) {
-    PrintError(ok.error().ToString());
-    return kExitFailure;
-  }
-  auto cfg = config::LoadConfigFor(global.config_file, *state_dir);
-  if (!cfg) {
-    PrintError(cfg.error().ToString());
-    return kExitRefused;
-  }
-  for (const auto& w : cfg->warnings) PrintWarning(w);
-  // Before any call: concurrent first calls must find it, not race to create it.
-  if (auto instance = config::LoadOrCreateInstanceId(*state_dir); !instance) {
-    PrintError(instance.error().ToString());
-    return kExitFailure;
-  }
-
   // Signals go to one thread that stops the server; every other thread blocks them.
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
@@ -151,180 +64,73 @@ int RunServeCommand(const GlobalOptions& global, const ServeOptions& options) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
-  sessions::Options session_options;
-  session_options.state_dir = *state_dir;
-  config::AgentSettings defaults = cfg->ForAgent(global.agent);
-  session_options.cleanup_ms = defaults.exec.cleanup_ms;
-  session_options.pending_max_chars = static_cast<size_t>(defaults.exec.pending_max_output_chars);
-  session_options.max_output_chars = static_cast<size_t>(defaults.exec.max_output_chars);
-  sessions::SessionManager manager(session_options);
-  auto recovered = manager.Recover();
-  if (!recovered) {
-    PrintError(recovered.error().ToString());
-    return kExitFailure;
+  std::string socket = options.socket;
+  if (socket.empty()) {
+    auto state_dir = config::StateDirPath();
+    if (!state_dir) {
+      PrintError(state_dir.error().ToString());
+      return kExitFailure;
+    }
+    socket = ServerSocketPath(global, *state_dir);
   }
-  for (const auto& w : recovered->warnings) PrintWarning(w);
-
-  EventHub events;
-  manager.SetEventSink([&events](const sessions::Event& e) {
-    events.Publish(sessions::Event::TypeName(e.type), e.ToJson());
-  });
-
-  ExecServices services;
-  services.sessions = &manager;
-  const std::string socket =
-      !options.socket.empty() ? options.socket : ServerSocketPath(global, *state_dir);
-  // Host commands must not reach this server's socket, the state dir or the engine.
-  services.host =
-      std::make_shared<exec::HostExecutor>(HostExecutorOptions(global, *state_dir, {socket}));
-  // Created once, before any call: sessions started by concurrent calls share it. (Making the
-  // client does not contact the engine; an unreachable engine fails each sandbox call closed.)
-  if (auto client = docker::Client::FromEnvironment(); client) {
-    services.docker = std::make_shared<exec::DockerExecutor>(std::move(client).value());
-  } else {
-    PrintWarning("sandbox calls will fail: " + client.error().ToString());
+  auto started = Runtime::Start(global, {socket, options.keep_host_processes});
+  if (!started) {
+    PrintError(started.error().ToString());
+    return started.error().WireCode() == "invalid-config" ? kExitRefused : kExitFailure;
   }
-  // Approved commands run as background sessions of the caller that asked.
-  ApprovalBroker broker(
-      *state_dir,
-      [&services](const PendingApproval& p, const std::string& command) -> Result<std::string> {
-        exec::Plan plan = p.gated.plan;
-        plan.command = command;
-        ExecServices run_services = services;
-        run_services.tenant = p.tenant;
-        return StartBackgroundSession(
-            run_services, p.caller, plan,
-            {p.command, p.notify_on_exit, p.notify_on_exit_empty_success});
-      },
-      [&events](const std::string& type, const std::string& json) { events.Publish(type, json); });
-  services.approvals = &broker;
-  std::atomic<uint64_t> requests{0}, refused{0};
+  Runtime& runtime = **started;
 
-  HttpServer server(LimitsFrom(cfg->server));
+  HttpServer server(LimitsFrom(runtime.server_settings()));
   server.Route("GET", "/healthz", [&](const HttpRequestInfo&) {
-    return JsonReply(200, "{\"ok\":true,\"sessions\":" + std::to_string(manager.size()) + "}");
+    return JsonReply(200,
+                     "{\"ok\":true,\"sessions\":" + std::to_string(runtime.session_count()) + "}");
   });
   server.Route("GET", "/metrics", [&](const HttpRequestInfo&) {
     std::string text =
         "# HELP sandrun_requests_total Tool calls handled.\n# TYPE sandrun_requests_total counter\n"
         "sandrun_requests_total " +
-        std::to_string(requests.load()) +
+        std::to_string(runtime.requests()) +
         "\n# HELP sandrun_refused_total Tool calls refused before anything ran.\n"
         "# TYPE sandrun_refused_total counter\nsandrun_refused_total " +
-        std::to_string(refused.load()) +
+        std::to_string(runtime.refused()) +
         "\n# HELP sandrun_sessions Background sessions held.\n# TYPE sandrun_sessions gauge\n"
         "sandrun_sessions " +
-        std::to_string(manager.size()) + "\n";
+        std::to_string(runtime.session_count()) + "\n";
     return HttpReply{200, "text/plain; version=0.0.4", text};
   });
-
-  auto request_global = [&](const HttpRequestInfo& r) {
-    GlobalOptions g = global;
-    g.agent = Header(r, "x-sandrun-agent", "main");
-    g.session = Header(r, "x-sandrun-session", "main");
-    // A client may pick its workspace only if it is this server's own user: another user must
-    // not get a directory of ours mounted into a sandbox.
-    std::string workspace = Header(r, "x-sandrun-workspace", "");
-    if (!workspace.empty() && r.peer_uid == ::geteuid()) g.workspace = workspace;
-    return g;
-  };
-
-  // POST routes that take one tool call of one kind: counted, parsed, and refused with 400 when
-  // the body is not such a call.
-  using ToolHandler = std::function<HttpReply(const HttpRequestInfo&, const ToolCall&)>;
-  auto tool_route = [&](const std::string& path, const std::string& tool, ToolHandler handle) {
-    server.Route("POST", path, [&, path, tool, handle](const HttpRequestInfo& r) {
-      ++requests;
-      auto parsed = ParseToolCall(r.body);
-      if (auto* error = std::get_if<ToolError>(&parsed)) {
-        ++refused;
-        return JsonReply(400, RenderError(*error));
-      }
-      const ToolCall& call = std::get<ToolCall>(parsed);
-      if (call.tool != tool) {
-        ++refused;
-        return ErrorReply(400, "invalid-request",
-                          "POST " + path + " takes " + tool + " tool calls");
-      }
-      return handle(r, call);
-    });
-  };
-
-  tool_route("/v1/tools/exec", "exec", [&](const HttpRequestInfo& r, const ToolCall& call) {
-    GlobalOptions g = request_global(r);
-    policy::Caller caller = ApiCaller(r, g);
-    ExecServices call_services = services;  // shared executors, never replaced while serving
-    ExecToolResult result = RunExecTool(g, caller, call.exec, nullptr, nullptr, &call_services);
-    if (result.refused) ++refused;
-    int status = result.refused ? 400 : result.internal ? 500 : 200;
-    return JsonReply(status, result.json);
+  server.Route("POST", "/v1/tools/exec", [&](const HttpRequestInfo& r) {
+    return Reply(runtime.Exec(LocalPrincipal(r), r.body));
   });
-
-  tool_route(
-      "/v1/tools/apply_patch", "apply_patch", [&](const HttpRequestInfo& r, const ToolCall& call) {
-        GlobalOptions g = request_global(r);
-        ApplyPatchToolResult result = RunApplyPatchTool(g, ApiCaller(r, g), call.apply_patch);
-        if (result.refused) ++refused;
-        return JsonReply(result.refused ? 400 : result.internal ? 500 : 200, result.json);
-      });
-
+  server.Route("POST", "/v1/tools/apply_patch", [&](const HttpRequestInfo& r) {
+    return Reply(runtime.ApplyPatch(LocalPrincipal(r), r.body));
+  });
   server.Route("POST", "/v1/tools/process", [&](const HttpRequestInfo& r) {
-    ++requests;
-    auto parsed = sessions::ParseProcessRequest(std::string_view(r.body));
-    if (auto* error = std::get_if<sessions::ProcessError>(&parsed)) {
-      ++refused;
-      return JsonReply(400, sessions::RenderProcessError(*error));
-    }
-    GlobalOptions g = request_global(r);
-    if (auto bad = config::CallerIdsError(g.agent, g.session)) {  // X-Sandrun-Agent/-Session
-      ++refused;
-      return ErrorReply(400, "invalid-request", *bad);
-    }
-    sessions::Scope scope{services.tenant, g.agent, g.session};
-    sessions::ProcessResult result =
-        manager.Process(std::get<sessions::ProcessRequest>(parsed), scope);
-    if (result.refused) ++refused;
-    return JsonReply(result.refused ? 400 : 200, result.json);
+    return Reply(runtime.Process(LocalPrincipal(r), r.body));
   });
-
-  tool_route("/v1/policy/check", "exec", [&](const HttpRequestInfo& r, const ToolCall& call) {
-    GlobalOptions g = request_global(r);
-    return JsonReply(200, PolicyCheckJson(g, ApiCaller(r, g), call.exec));
+  server.Route("POST", "/v1/policy/check", [&](const HttpRequestInfo& r) {
+    return Reply(runtime.PolicyCheck(LocalPrincipal(r), r.body));
   });
-
-  server.Route("GET", "/v1/approvals", [&](const HttpRequestInfo&) {
-    return JsonReply(200, broker.ListJson(services.tenant));
+  server.Route("GET", "/v1/approvals", [&](const HttpRequestInfo& r) {
+    return Reply(runtime.ListApprovals(LocalPrincipal(r)));
   });
   server.RoutePrefix("POST", "/v1/approvals/", [&](const HttpRequestInfo& r) {
-    ++requests;
     const std::string id = r.path.substr(std::string("/v1/approvals/").size());
-    auto doc = ParseJson(r.body);
-    if (!doc || !doc->IsObject() || !JsonMember(*doc, "decision") ||
-        !JsonMember(*doc, "decision")->IsString()) {
-      ++refused;
-      return ErrorReply(400, "invalid-request",
-                        "POST /v1/approvals/{id} takes {\"decision\": \"allow-once|allow-always|"
-                        "deny\"}");
-    }
-    ApprovalBroker::Answer a = broker.Decide(id, JsonString(*doc, "decision"), services.tenant);
-    if (a.status != 200) ++refused;
-    return JsonReply(a.status, a.json);
+    return Reply(runtime.DecideApproval(LocalPrincipal(r), id, r.body));
   });
-
   server.RouteStream("/v1/events", [&](const HttpRequestInfo&, const EventWriter& write,
                                        const std::atomic<bool>& stopping) {
-    auto sub = events.Subscribe();
+    auto sub = runtime.Subscribe();
     if (write("ready", "{}")) {
       while (!stopping.load()) {
-        std::pair<std::string, std::string> event;
-        if (events.Next(sub, &event, 15000)) {
-          if (!write(event.first, event.second)) break;
+        Runtime::Event event;
+        if (runtime.NextEvent(sub, &event, 15000)) {
+          if (!write(event.type, event.json)) break;
         } else if (!write("ping", "{}")) {  // keeps proxies and dead clients honest
           break;
         }
       }
     }
-    events.Unsubscribe(sub);
+    runtime.Unsubscribe(sub);
   });
 
   if (auto listening = server.ListenUnix(socket, 0600); !listening) {
@@ -332,7 +138,7 @@ int RunServeCommand(const GlobalOptions& global, const ServeOptions& options) {
     return kExitFailure;
   }
   std::fprintf(stderr, "sandrun: serving on %s (%d finished and %d lost sessions recovered)\n",
-               socket.c_str(), recovered->finished, recovered->lost);
+               socket.c_str(), runtime.recovered_finished(), runtime.recovered_lost());
 
   std::atomic<bool> served{false};
   std::thread signal_thread([&] {
@@ -343,15 +149,14 @@ int RunServeCommand(const GlobalOptions& global, const ServeOptions& options) {
       if (sig <= 0) continue;
       std::fprintf(stderr, "sandrun: %s: shutting down\n", sigabbrev_np(sig));
       server.Stop();
-      events.Close();
+      runtime.CloseEvents();
       return;
     }
   });
   server.Serve();  // returns once calls in flight are done
   served = true;
   signal_thread.join();
-  broker.Shutdown();
-  manager.Shutdown(/*kill_host_processes=*/!options.keep_host_processes);
+  runtime.Shutdown();
   std::fprintf(stderr, "sandrun: stopped\n");
   return kExitOk;
 }

@@ -1,0 +1,284 @@
+#include "runner/api/runtime.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <list>
+#include <mutex>
+#include <variant>
+
+#include "runner/api/apply_patch_tool.h"
+#include "runner/api/approval_broker.h"
+#include "runner/api/exec_tool.h"
+#include "runner/api/policy_cmd.h"
+#include "runner/api/server_client.h"
+#include "runner/api/tool_call.h"
+#include "runner/config/config.h"
+#include "runner/config/ids.h"
+#include "runner/config/state_dir.h"
+#include "runner/sessions/manager.h"
+#include "runner/sessions/process_request.h"
+#include "sandbox/base/json.h"
+#include "sandbox/docker/client.h"
+#include "sandbox/executors/docker_executor.h"
+#include "sandbox/executors/host_executor.h"
+
+namespace sandrun::api {
+
+class Runtime::Subscription {
+ public:
+  std::deque<Event> queue;
+  std::condition_variable wake;
+};
+
+namespace {
+
+// Fans events out to every subscriber; each has a bounded queue so a slow client loses old
+// events instead of holding the server's memory.
+class EventHub {
+ public:
+  using Subscription = Runtime::Subscription;
+  std::shared_ptr<Subscription> Subscribe() {
+    auto s = std::make_shared<Subscription>();
+    std::lock_guard<std::mutex> lock(mu_);
+    subscribers_.push_back(s);
+    return s;
+  }
+  void Unsubscribe(const std::shared_ptr<Subscription>& s) {
+    std::lock_guard<std::mutex> lock(mu_);
+    subscribers_.remove(s);
+  }
+  void Publish(const std::string& type, const std::string& json) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& s : subscribers_) {
+      if (s->queue.size() >= kMaxQueued) s->queue.pop_front();
+      s->queue.push_back({type, json});
+      s->wake.notify_all();
+    }
+  }
+  bool Next(const std::shared_ptr<Subscription>& s, Runtime::Event* out, int ms) {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!s->wake.wait_for(lock, std::chrono::milliseconds(ms),
+                          [&] { return closed_ || !s->queue.empty(); }) ||
+        s->queue.empty()) {
+      return false;
+    }
+    *out = std::move(s->queue.front());
+    s->queue.pop_front();
+    return true;
+  }
+  void Close() {
+    std::lock_guard<std::mutex> lock(mu_);
+    closed_ = true;
+    for (auto& s : subscribers_) s->wake.notify_all();
+  }
+
+ private:
+  static constexpr size_t kMaxQueued = 1000;
+  std::mutex mu_;
+  std::list<std::shared_ptr<Subscription>> subscribers_;
+  bool closed_ = false;
+};
+
+RuntimeReply ErrorReply(int status, const std::string& code, const std::string& message) {
+  return {status, RenderError(ToolError{code, message})};
+}
+
+}  // namespace
+
+struct Runtime::Impl {
+  GlobalOptions global;
+  Options options;
+  std::string state_dir;
+  config::ServerSettings server;
+  int recovered_finished = 0;
+  int recovered_lost = 0;
+  EventHub events;
+  std::unique_ptr<sessions::SessionManager> manager;
+  std::unique_ptr<ApprovalBroker> broker;
+  ExecServices services;  // shared executors, never replaced while serving
+
+  // The per-call options the tool code reads: the principal's agent, session and workspace
+  // over the server's own --config/--server.
+  GlobalOptions GlobalFor(const Principal& who) const {
+    GlobalOptions g = global;
+    g.agent = who.agent;
+    g.session = who.session;
+    g.workspace = who.workspace_root;
+    return g;
+  }
+  static policy::Caller CallerFor(const Principal& who) {
+    policy::Caller caller;
+    caller.provider = who.provider;
+    caller.sender = who.sender;
+    caller.uid = who.sender.empty() ? who.uid : -1;
+    caller.agent_id = who.agent;
+    caller.session_key = who.session;
+    return caller;
+  }
+};
+
+Runtime::Runtime(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Runtime::~Runtime() = default;
+
+Result<std::unique_ptr<Runtime>> Runtime::Start(const GlobalOptions& global, Options options) {
+  auto impl = std::make_unique<Impl>();
+  impl->global = global;
+  impl->options = options;
+  SANDRUN_ASSIGN_OR_RETURN(impl->state_dir, config::StateDirPath());
+  SANDRUN_RETURN_IF_ERROR(config::EnsureStateDir(impl->state_dir));
+  auto cfg = config::LoadConfigFor(global.config_file, impl->state_dir);
+  if (!cfg) return Error::Refusal("invalid-config", cfg.error().ToString());
+  for (const auto& w : cfg->warnings) PrintWarning(w);
+  impl->server = cfg->server;
+  // Before any call: concurrent first calls must find it, not race to create it.
+  SANDRUN_RETURN_IF_ERROR(config::LoadOrCreateInstanceId(impl->state_dir));
+
+  sessions::Options session_options;
+  session_options.state_dir = impl->state_dir;
+  config::AgentSettings defaults = cfg->ForAgent(global.agent);
+  session_options.cleanup_ms = defaults.exec.cleanup_ms;
+  session_options.pending_max_chars = static_cast<size_t>(defaults.exec.pending_max_output_chars);
+  session_options.max_output_chars = static_cast<size_t>(defaults.exec.max_output_chars);
+  impl->manager = std::make_unique<sessions::SessionManager>(session_options);
+  SANDRUN_ASSIGN_OR_RETURN(auto recovered, impl->manager->Recover());
+  for (const auto& w : recovered.warnings) PrintWarning(w);
+  impl->recovered_finished = recovered.finished;
+  impl->recovered_lost = recovered.lost;
+  Impl* self = impl.get();
+  impl->manager->SetEventSink([self](const sessions::Event& e) {
+    self->events.Publish(sessions::Event::TypeName(e.type), e.ToJson());
+  });
+
+  impl->services.sessions = impl->manager.get();
+  // Host commands must not reach this server's socket, the state dir or the engine.
+  impl->services.host = std::make_shared<exec::HostExecutor>(
+      HostExecutorOptions(global, impl->state_dir, {options.socket}));
+  // Created once, before any call: sessions started by concurrent calls share it. (Making the
+  // client does not contact the engine; an unreachable engine fails each sandbox call closed.)
+  if (auto client = docker::Client::FromEnvironment(); client) {
+    impl->services.docker = std::make_shared<exec::DockerExecutor>(std::move(client).value());
+  } else {
+    PrintWarning("sandbox calls will fail: " + client.error().ToString());
+  }
+  // Approved commands run as background sessions of the caller that asked.
+  impl->broker = std::make_unique<ApprovalBroker>(
+      impl->state_dir,
+      [self](const PendingApproval& p, const std::string& command) -> Result<std::string> {
+        exec::Plan plan = p.gated.plan;
+        plan.command = command;
+        ExecServices run_services = self->services;
+        run_services.tenant = p.tenant;
+        return StartBackgroundSession(
+            run_services, p.caller, plan,
+            {p.command, p.notify_on_exit, p.notify_on_exit_empty_success});
+      },
+      [self](const std::string& type, const std::string& json) {
+        self->events.Publish(type, json);
+      });
+  impl->services.approvals = impl->broker.get();
+  return std::unique_ptr<Runtime>(new Runtime(std::move(impl)));
+}
+
+RuntimeReply Runtime::Count(RuntimeReply reply) {
+  ++requests_;
+  if (reply.status >= 400 && reply.status < 500) ++refused_;
+  return reply;
+}
+
+namespace {
+
+// A tool call of the one kind a route takes, or the 400 reply.
+std::variant<ToolCall, RuntimeReply> ParseCallOf(std::string_view body, const std::string& tool,
+                                                 const char* route) {
+  auto parsed = ParseToolCall(body);
+  if (auto* error = std::get_if<ToolError>(&parsed)) return RuntimeReply{400, RenderError(*error)};
+  ToolCall& call = std::get<ToolCall>(parsed);
+  if (call.tool != tool) {
+    return ErrorReply(400, "invalid-request",
+                      std::string("POST ") + route + " takes " + tool + " tool calls");
+  }
+  return std::move(call);
+}
+
+}  // namespace
+
+RuntimeReply Runtime::Exec(const Principal& who, std::string_view body) {
+  auto parsed = ParseCallOf(body, "exec", "/v1/tools/exec");
+  if (auto* reply = std::get_if<RuntimeReply>(&parsed)) return Count(std::move(*reply));
+  ExecServices call_services = impl_->services;
+  call_services.tenant = who.tenant;
+  ExecToolResult result =
+      RunExecTool(impl_->GlobalFor(who), Impl::CallerFor(who), std::get<ToolCall>(parsed).exec,
+                  nullptr, nullptr, &call_services);
+  return Count({result.refused ? 400 : result.internal ? 500 : 200, result.json});
+}
+
+RuntimeReply Runtime::ApplyPatch(const Principal& who, std::string_view body) {
+  auto parsed = ParseCallOf(body, "apply_patch", "/v1/tools/apply_patch");
+  if (auto* reply = std::get_if<RuntimeReply>(&parsed)) return Count(std::move(*reply));
+  ApplyPatchToolResult result = RunApplyPatchTool(impl_->GlobalFor(who), Impl::CallerFor(who),
+                                                  std::get<ToolCall>(parsed).apply_patch);
+  return Count({result.refused ? 400 : result.internal ? 500 : 200, result.json});
+}
+
+RuntimeReply Runtime::Process(const Principal& who, std::string_view body) {
+  auto parsed = sessions::ParseProcessRequest(body);
+  if (auto* error = std::get_if<sessions::ProcessError>(&parsed)) {
+    return Count({400, sessions::RenderProcessError(*error)});
+  }
+  if (auto bad = config::CallerIdsError(who.agent, who.session)) {
+    return Count(ErrorReply(400, "invalid-request", *bad));
+  }
+  sessions::Scope scope{who.tenant, who.agent, who.session};
+  sessions::ProcessResult result =
+      impl_->manager->Process(std::get<sessions::ProcessRequest>(parsed), scope);
+  return Count({result.refused ? 400 : 200, result.json});
+}
+
+RuntimeReply Runtime::PolicyCheck(const Principal& who, std::string_view body) {
+  auto parsed = ParseCallOf(body, "exec", "/v1/policy/check");
+  if (auto* reply = std::get_if<RuntimeReply>(&parsed)) return Count(std::move(*reply));
+  return Count({200, PolicyCheckJson(impl_->GlobalFor(who), Impl::CallerFor(who),
+                                     std::get<ToolCall>(parsed).exec)});
+}
+
+RuntimeReply Runtime::ListApprovals(const Principal& who) {
+  return {200, impl_->broker->ListJson(who.tenant)};
+}
+
+RuntimeReply Runtime::DecideApproval(const Principal& who, const std::string& id,
+                                     std::string_view body) {
+  auto doc = ParseJson(body);
+  if (!doc || !doc->IsObject() || !JsonMember(*doc, "decision") ||
+      !JsonMember(*doc, "decision")->IsString()) {
+    return Count(ErrorReply(400, "invalid-request",
+                            "POST /v1/approvals/{id} takes {\"decision\": \"allow-once|"
+                            "allow-always|deny\"}"));
+  }
+  ApprovalBroker::Answer a = impl_->broker->Decide(id, JsonString(*doc, "decision"), who.tenant);
+  return Count({a.status, a.json});
+}
+
+std::shared_ptr<Runtime::Subscription> Runtime::Subscribe() { return impl_->events.Subscribe(); }
+void Runtime::Unsubscribe(const std::shared_ptr<Subscription>& s) { impl_->events.Unsubscribe(s); }
+bool Runtime::NextEvent(const std::shared_ptr<Subscription>& s, Event* out, int ms) {
+  return impl_->events.Next(s, out, ms);
+}
+
+const config::ServerSettings& Runtime::server_settings() const { return impl_->server; }
+size_t Runtime::session_count() const { return impl_->manager->size(); }
+int Runtime::recovered_finished() const { return impl_->recovered_finished; }
+int Runtime::recovered_lost() const { return impl_->recovered_lost; }
+const std::string& Runtime::state_dir() const { return impl_->state_dir; }
+
+void Runtime::CloseEvents() { impl_->events.Close(); }
+
+void Runtime::Shutdown() {
+  impl_->broker->Shutdown();
+  impl_->manager->Shutdown(/*kill_host_processes=*/!impl_->options.keep_host_processes);
+}
+
+}  // namespace sandrun::api

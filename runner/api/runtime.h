@@ -1,0 +1,104 @@
+// The transport-neutral runtime every front end adapts to (the unix-socket server today; the
+// TCP server, MCP and node hosts next): it owns the background sessions, the executors (one per
+// plan target), the approval broker and the event hub, and takes a Principal per call. Front
+// ends translate their transport (HTTP headers, MCP metadata, CLI flags) into a Principal and a
+// tool call's JSON, and render the RuntimeReply; they include nothing of policy, sessions or the
+// sandbox (a test checks serve.cc's includes).
+//
+// Pattern of use (serve.cc):
+//   SANDRUN_ASSIGN_OR_RETURN(auto runtime, Runtime::Start(global, {socket, keep_host}));
+//   RuntimeReply r = runtime->Exec(principal, body);      // {status, json}
+//   auto sub = runtime->Subscribe(); runtime->NextEvent(sub, &event, 15000);
+//   runtime->Shutdown();
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "runner/api/cli_context.h"
+#include "runner/config/settings.h"
+#include "sandbox/base/result.h"
+
+namespace sandrun::api {
+
+// Who makes a call. Every call carries one; nothing about the caller is process-global.
+struct Principal {
+  std::string tenant;  // "" for a local server (one tenant: the server's own user)
+  std::string role = "owner";
+  std::string agent = "main";
+  std::string session = "main";
+  // The workspace the caller chose ("" = the agent's configured one). Front ends set it only
+  // for callers allowed to choose (the local server: the server's own uid).
+  std::string workspace_root;
+  std::string provider = "api";  // tools.elevated.allowFrom key
+  std::string sender;            // the caller's name for allowFrom (the local server: SO_PEERCRED)
+  int64_t uid = -1;              // the caller's uid when known
+};
+
+// What a front end renders: an HTTP status (200 handled, 400 refused before anything ran, 404,
+// 409, 500 internal) and one JSON object.
+struct RuntimeReply {
+  int status = 200;
+  std::string json;
+};
+
+class Runtime {
+ public:
+  struct Options {
+    std::string socket;                // the server's socket: hidden from host commands
+    bool keep_host_processes = false;  // on Shutdown, leave gateway sessions running
+  };
+  struct Event {
+    std::string type;  // "session.started", "exec.finished", "approval.requested", ...
+    std::string json;
+  };
+  class Subscription;
+
+  // Loads the config, recovers the sessions of an earlier run and creates the executors.
+  static Result<std::unique_ptr<Runtime>> Start(const GlobalOptions& global, Options options);
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  // The tool calls, each a JSON body as the tool call's wire form.
+  RuntimeReply Exec(const Principal& who, std::string_view body);
+  RuntimeReply ApplyPatch(const Principal& who, std::string_view body);
+  RuntimeReply Process(const Principal& who, std::string_view body);
+  RuntimeReply PolicyCheck(const Principal& who, std::string_view body);
+  // Pending approvals of the principal's tenant, and an operator's decision on one.
+  RuntimeReply ListApprovals(const Principal& who);
+  RuntimeReply DecideApproval(const Principal& who, const std::string& id, std::string_view body);
+
+  // Events of every session and approval (bounded per subscriber: a slow one loses old events).
+  std::shared_ptr<Subscription> Subscribe();
+  void Unsubscribe(const std::shared_ptr<Subscription>& s);
+  // Waits up to `ms` for the next event; false on timeout or once the runtime stops.
+  bool NextEvent(const std::shared_ptr<Subscription>& s, Event* out, int ms);
+
+  const config::ServerSettings& server_settings() const;
+  size_t session_count() const;
+  uint64_t requests() const { return requests_.load(); }
+  uint64_t refused() const { return refused_.load(); }
+  int recovered_finished() const;
+  int recovered_lost() const;
+  const std::string& state_dir() const;
+
+  // Ends every event stream's wait (the front end stops accepting next).
+  void CloseEvents();
+  // After the last call returned: drops pending approvals, persists the sessions, kills what
+  // must not outlive the server.
+  void Shutdown();
+
+ private:
+  struct Impl;
+  explicit Runtime(std::unique_ptr<Impl> impl);
+  RuntimeReply Count(RuntimeReply reply);  // counts requests and refusals
+  std::unique_ptr<Impl> impl_;
+  std::atomic<uint64_t> requests_{0}, refused_{0};
+};
+
+}  // namespace sandrun::api
