@@ -17,6 +17,7 @@
 #include "runner/config/state_dir.h"
 #include "runner/patch/patch.h"
 #include "runner/policy/tool_policy.h"
+#include "runner/wire/tool_result.h"
 #include "sandbox/base/json.h"
 #include "sandbox/executors/host_mounts.h"
 #include "sandbox/os/file.h"

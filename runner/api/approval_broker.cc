@@ -5,6 +5,7 @@
 
 #include "runner/api/exec_approvals.h"
 #include "runner/config/approvals_file.h"
+#include "runner/wire/tool_result.h"
 #include "sandbox/base/clock.h"
 #include "sandbox/base/json.h"
 

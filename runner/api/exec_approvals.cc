@@ -11,6 +11,7 @@
 #include <mutex>
 
 #include "runner/policy/host_resolution.h"
+#include "runner/wire/tool_result.h"
 #include "sandbox/base/clock.h"
 #include "sandbox/base/deadline.h"
 #include "sandbox/base/json.h"

@@ -16,6 +16,7 @@
 #include <system_error>
 #include <thread>
 
+#include "runner/wire/tool_result.h"
 #include "sandbox/base/json.h"
 #include "sandbox/base/strings.h"
 #include "sandbox/os/unique_fd.h"

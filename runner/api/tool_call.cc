@@ -7,6 +7,7 @@
 #include <csignal>
 #include <cstring>
 
+#include "runner/wire/tool_result.h"
 #include "sandbox/base/json.h"
 #include "sandbox/base/strings.h"
 

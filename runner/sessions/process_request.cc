@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "runner/sessions/session.h"
+#include "runner/wire/tool_result.h"
 #include "sandbox/base/json.h"
 
 namespace sandrun::sessions {

@@ -55,14 +55,4 @@ using JsonWriter = rapidjson::Writer<rapidjson::StringBuffer>;
 // A string value from any bytes (embedded NULs kept).
 void WriteJsonString(JsonWriter& w, std::string_view s);
 
-// The tool-result shape every tool shares (SPEC §2.1):
-//   BeginToolResult(w, text);   // {"content":[{"type":"text","text":<text>}],"details":{
-//   w.Key("status"); ...        // the tool's own details
-//   EndToolResult(w);           // }}
-void BeginToolResult(JsonWriter& w, std::string_view text);
-void EndToolResult(JsonWriter& w);
-
-// A refusal: {"error":{"code":<code>,"message":<message>}}.
-std::string RenderToolError(std::string_view code, std::string_view message);
-
 }  // namespace sandrun
