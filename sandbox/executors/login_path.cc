@@ -213,14 +213,6 @@ Result<std::string> ProbeLoginPath(const std::string& shell_env, std::chrono::mi
   return *path;
 }
 
-Result<std::string> CachedLoginPath(const std::string& shell_env, std::chrono::milliseconds timeout,
-                                    const std::map<std::string, std::string>& env) {
-  static std::once_flag once;
-  static std::optional<Result<std::string>> cached;
-  std::call_once(once, [&] { cached.emplace(ProbeLoginPath(shell_env, timeout, env)); });
-  return *cached;
-}
-
 namespace {
 
 // What a login shell's PATH depends on, as one string to hash.
@@ -260,6 +252,23 @@ std::string LoginPathKey(const std::string& shell_env,
 
 }  // namespace
 
+Result<std::string> CachedLoginPath(const std::string& shell_env, std::chrono::milliseconds timeout,
+                                    const std::map<std::string, std::string>& env) {
+  // Keyed by everything the PATH depends on: a second user of this process (another HOME,
+  // SHELL or base PATH) or a changed start-up file never gets an earlier caller's result.
+  static std::mutex mu;
+  static std::map<std::string, Result<std::string>> memo;
+  const std::string key = LoginPathKey(shell_env, env);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto it = memo.find(key); it != memo.end()) return it->second;
+  }
+  Result<std::string> probed = ProbeLoginPath(shell_env, timeout, env);
+  std::lock_guard<std::mutex> lock(mu);
+  if (memo.size() >= 64) memo.clear();  // a bound, not a working-set guess
+  return memo.emplace(key, std::move(probed)).first->second;
+}
+
 namespace {
 // A failed probe (a hung or broken profile) is remembered this long, so one-shot calls do not
 // each wait the whole probe timeout; a changed start-up file changes the key at once.
@@ -289,7 +298,7 @@ Result<std::string> DiskCachedLoginPath(const std::string& cache_file, const std
       }
     }
   }
-  Result<std::string> probed = CachedLoginPath(shell_env, timeout, env);
+  Result<std::string> probed = ProbeLoginPath(shell_env, timeout, env);
   rapidjson::StringBuffer buffer;
   rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
   w.StartObject();

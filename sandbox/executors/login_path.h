@@ -54,13 +54,14 @@ bool IsTrustedLoginShell(std::string_view shell, std::string_view etc_shells);
 Result<std::string> ProbeLoginPath(const std::string& shell_env, std::chrono::milliseconds timeout,
                                    std::map<std::string, std::string> env);
 
-// ProbeLoginPath once per process: the first call probes, every later call returns that first
-// result (value or error, as OpenClaw caches a failed probe too), whatever its arguments.
-// Thread-safe; concurrent first calls probe once.
+// ProbeLoginPath remembered in this process per key (the shell, the user, HOME, the base PATH
+// and the size and mtime of every shell start-up file, as DiskCachedLoginPath keys it): a value
+// or an error (OpenClaw caches a failed probe too). Another caller's shell or HOME, or a changed
+// start-up file, probes again. Thread-safe.
 Result<std::string> CachedLoginPath(const std::string& shell_env, std::chrono::milliseconds timeout,
                                     const std::map<std::string, std::string>& env);
 
-// CachedLoginPath with a second level on disk, for one-shot CLI calls that would otherwise start
+// ProbeLoginPath with a cache on disk, for one-shot CLI calls that would otherwise start
 // a login shell every time: `cache_file` holds the last probe's PATH under a key made of the
 // shell, the user, HOME, the base PATH and the size and mtime of every shell start-up file
 // (/etc/profile, /etc/profile.d, ~/.profile, ~/.bashrc, ~/.zshenv, ...). A key mismatch or an

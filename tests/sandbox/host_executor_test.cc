@@ -713,13 +713,21 @@ TEST(LoginShellTest, ProbeForcesHome) {
   EXPECT_EQ(path->rfind("/probe-marker:", 0), 0u) << *path;
 }
 
-TEST(LoginShellTest, CachedProbeIsStable) {
-  Result<std::string> first = CachedLoginPath("/bin/sh", kDefaultLoginProbeTimeout, {});
-  Result<std::string> second = CachedLoginPath("/nonexistent", milliseconds(1), {});
-  ASSERT_EQ(first.has_value(), second.has_value());
-  if (first) {
-    EXPECT_EQ(*first, *second);
-  }
+TEST(LoginShellTest, CachedProbeIsStableForOneKeyAndNeverSharedAcrossKeys) {
+  const std::map<std::string, std::string> env = {{"HOME", "/nonexistent-home"},
+                                                  {"PATH", "/usr/bin:/bin"}};
+  Result<std::string> first = CachedLoginPath("/bin/sh", kDefaultLoginProbeTimeout, env);
+  ASSERT_TRUE(first) << first.error().ToString();
+  // The same key: the remembered result, even with a timeout no probe could meet.
+  Result<std::string> again = CachedLoginPath("/bin/sh", milliseconds(1), env);
+  ASSERT_TRUE(again) << again.error().ToString();
+  EXPECT_EQ(*again, *first);
+  // Another caller's shell is probed on its own: it never gets the first caller's PATH.
+  Result<std::string> other = CachedLoginPath("/nonexistent-shell", kDefaultLoginProbeTimeout, env);
+  if (other) EXPECT_NE(*other, "") << "probed with the fallback shell";
+  Result<std::string> slow =
+      CachedLoginPath("/bin/sh", milliseconds(1), {{"HOME", "/another-home"}, {"PATH", "/bin"}});
+  EXPECT_FALSE(slow.has_value() && *slow == *first) << "another HOME got the first one's PATH";
 }
 
 // A failed probe is remembered on disk (same key) so one-shot calls do not each wait for it; a
@@ -744,8 +752,7 @@ TEST(LoginShellTest, FailedProbeIsRememberedOnDiskUntilTheKeyChanges) {
   } else {
     EXPECT_NE(stored.find("\"path\""), std::string::npos) << stored;  // probed earlier in-process
   }
-  // Another key (base PATH) does not get the remembered entry (this process's own once-only
-  // probe result may still be a failure: that is CachedLoginPath's, not the disk's).
+  // Another key (base PATH) does not get the remembered entry.
   Result<std::string> other = DiskCachedLoginPath(file, "/bin/sh", kDefaultLoginProbeTimeout,
                                                   {{"PATH", "/usr/local/bin:/usr/bin:/bin"}});
   if (!other) {
