@@ -20,8 +20,8 @@ namespace {
 
 struct Command {
   const char* name;
-  const char* text;  // {M} marker, {WS} workspace, {D} marker dir (as the command sees them)
-  const char* env;   // one --env KEY=VALUE, or nullptr
+  const char* text;   // {M} marker, {WS} workspace, {D} marker dir (as the command sees them)
+  const char* env;    // one --env KEY=VALUE, or nullptr
   bool gateway_only;  // needs python3 (not in the minimal image)
 };
 
@@ -109,8 +109,9 @@ struct Row {
 std::vector<Row> AllRows() {
   std::vector<Row> rows;
   for (const ConfigCase& c : kConfigs) {
-    // Executed in a container only where the sandbox really runs it (elevated goes to the host).
-    const bool in_container = c.sandbox && std::string(c.name).rfind("sandbox", 0) == 0;
+    // Executed in a container unless elevated (available, level full) moves it to the host;
+    // elevated that is not available is off, not refused: the sandbox runs the command.
+    const bool in_container = c.sandbox && std::string(c.name) != "elevated_full";
     for (const Command& cmd : kCommands) {
       if (in_container && cmd.gateway_only) continue;
       rows.push_back({&cmd, &c});
@@ -141,7 +142,7 @@ class PolicyParity : public SandrunHome, public ::testing::WithParamInterface<Ro
   void SetUp() override {
     SandrunHome::SetUp();
     const ConfigCase& c = *GetParam().config;
-    in_container_ = c.sandbox && std::string(c.name).rfind("sandbox", 0) == 0;
+    in_container_ = c.sandbox && std::string(c.name) != "elevated_full";
     if (in_container_) {
       SANDRUN_REQUIRE_DOCKER(client);
     }
@@ -173,10 +174,9 @@ class PolicyParity : public SandrunHome, public ::testing::WithParamInterface<Ro
     } else {
       top = "\"tools\": {\"exec\": {" + exec + "}}";
     }
-    const std::string sandbox =
-        c.sandbox ? R"({"mode": "all", "workspaceAccess": "rw", )"
-                    R"("docker": {"image": "sandrun-sandbox:minimal"}})"
-                  : R"({"mode": "off"})";
+    const std::string sandbox = c.sandbox ? R"({"mode": "all", "workspaceAccess": "rw", )"
+                                            R"("docker": {"image": "sandrun-sandbox:minimal"}})"
+                                          : R"({"mode": "off"})";
     Config("{\"sandbox\": " + sandbox + ", " + top + "}");
     std::string list;
     if (c.entries) {
@@ -192,9 +192,9 @@ class PolicyParity : public SandrunHome, public ::testing::WithParamInterface<Ro
         << R"({"version": 1, "defaults": )" << c.defaults
         << R"(, "agents": {"main": {"allowlist": [)" << list << "]}}}";
     marker_ = "/marks/" + std::string(GetParam().command->name);
-    command_ = Substitute(Substitute(Substitute(GetParam().command->text, "{M}", ws_ + marker_),
-                                     "{WS}", ws_),
-                          "{D}", ws_ + "/marks");
+    command_ = Substitute(
+        Substitute(Substitute(GetParam().command->text, "{M}", ws_ + marker_), "{WS}", ws_), "{D}",
+        ws_ + "/marks");
   }
 
   std::vector<std::string> EnvFlags() const {
@@ -265,11 +265,10 @@ TEST_P(PolicyParity, ExecDoesWhatPolicyCheckSays) {
       // bin0/mark exists only when the path_race row's cp ran before the lookup.
       const bool raced = std::string(GetParam().command->name) == "path_race";
       const std::string ran = ws_ + (pinned || !raced ? "/bin1/mark\n" : "/bin0/mark\n");
-      EXPECT_EQ(Slurp(marker), ran) << "the form that ran is not the one policy check gave; "
-                                    << said;
+      EXPECT_EQ(Slurp(marker), ran)
+          << "the form that ran is not the one policy check gave; " << said;
       if (pinned) {
-        EXPECT_NE(std::string(rewritten->GetString()).find(ws_ + "/bin1/mark"),
-                  std::string::npos)
+        EXPECT_NE(std::string(rewritten->GetString()).find(ws_ + "/bin1/mark"), std::string::npos)
             << said;
       }
     }
