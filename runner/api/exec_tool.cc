@@ -99,7 +99,7 @@ Result<std::string> StartBackgroundSession(ExecServices& services, const policy:
 std::string WorkspaceDir(const GlobalOptions& global, const config::AgentSettings& settings) {
   std::string dir = !global.workspace.empty() ? global.workspace : settings.workspace;
   std::error_code ec;
-  if (dir.empty()) return std::filesystem::current_path(ec).string();
+  if (dir.empty()) return !global.cwd.empty() ? global.cwd : std::filesystem::current_path(ec).string();
   auto absolute = std::filesystem::absolute(dir, ec);
   auto canonical = std::filesystem::weakly_canonical(absolute, ec);
   return ec ? absolute.string() : canonical.string();
@@ -162,7 +162,7 @@ std::unique_ptr<PreparedCall> PrepareCall(const GlobalOptions& global, const pol
   ctx.state_dir = *state_dir;
   ctx.workspace_dir = WorkspaceDir(global, settings);
   std::error_code ec;
-  ctx.cwd = std::filesystem::current_path(ec).string();
+  ctx.cwd = !global.cwd.empty() ? global.cwd : std::filesystem::current_path(ec).string();
   ctx.host_env = HostEnv();
   if (decision.approvals_apply) {
     // Host commands do not inherit the runner's secrets or its own variables (profiles/env).
@@ -366,7 +366,11 @@ ExecToolResult RunExecTool(const GlobalOptions& global, const policy::Caller& ca
                                                  : Refused("spawn-failed", e.ToString());
   };
 
-  if (background_available) {
+  // A front end that drives foreground runs itself (stdin, cancel, streaming) gets those that
+  // were not asked to yield.
+  const bool foreground_hook = services != nullptr && services->run_foreground &&
+                               !request.background && !request.yield_ms;
+  if (background_available && !foreground_hook) {
     // The server: every run has a yield window; past it (or at once with background:true) the
     // run becomes a background session and the call answers `running`.
     BackgroundRun run{request.command, settings.exec.notify_on_exit,
@@ -392,7 +396,8 @@ ExecToolResult RunExecTool(const GlobalOptions& global, const policy::Caller& ca
       return result;
     }
   } else {
-    auto outcome = executor->Run(plan, live, cancel);
+    auto outcome = foreground_hook ? services->run_foreground(*executor, plan)
+                                   : executor->Run(plan, live, cancel);
     if (!outcome) return failed_to_start(outcome.error());
     result.outcome = std::move(outcome).value();
   }

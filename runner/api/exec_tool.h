@@ -2,6 +2,7 @@
 // Used by `sandrun call` and `sandrun exec` (and, later, the server).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -37,6 +38,10 @@ struct ExecServices {
   // Pending approvals (the server). Without it an exec that needs an approval has no route to
   // an operator: askFallback decides at once (OpenClaw's headless runs).
   ApprovalBroker* approvals = nullptr;
+  // How a foreground run is carried out (the CLI's own stdin and signals; the server's /v1/exec
+  // stream): when set, a run not asked to yield (no yield_ms, no background) goes to it instead
+  // of Executor::Run or a yield-window session. An Error means nothing started.
+  std::function<Result<exec::ExecOutcome>(exec::Executor&, const exec::Plan&)> run_foreground;
 };
 
 struct ExecToolResult {

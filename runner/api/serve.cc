@@ -17,6 +17,8 @@
 
 #include "runner/api/apply_patch_tool.h"
 #include "runner/api/approval_broker.h"
+#include "runner/api/exec_route.h"
+#include "runner/api/exec_stream.h"
 #include "runner/api/exec_tool.h"
 #include "runner/api/http_server.h"
 #include "runner/api/policy_cmd.h"
@@ -259,6 +261,15 @@ int RunServeCommand(const GlobalOptions& global, const ServeOptions& options) {
     int status = result.refused ? 400 : result.internal ? 500 : 200;
     return JsonReply(status, result.json);
   });
+
+  // `sandrun exec` through the server: the exec stream (exec_route.h), upgraded from POST.
+  server.RouteUpgrade("POST", "/v1/exec", kExecUpgrade,
+                      [&](const HttpRequestInfo& r, UpgradedConnection& conn,
+                          const std::atomic<bool>& stopping) {
+                        ++requests;
+                        GlobalOptions g = request_global(r);
+                        ServeExecStream(r, conn, stopping, g, ApiCaller(r, g), services);
+                      });
 
   tool_route(
       "/v1/tools/apply_patch", "apply_patch", [&](const HttpRequestInfo& r, const ToolCall& call) {
