@@ -170,8 +170,12 @@ void ServeExecStream(const HttpRequestInfo& request, UpgradedConnection& conn,
         ToolError{"invalid-request", "X-Sandrun-Cwd must be an absolute path: nothing was run"},
         false));
   }
-  global.cwd = cwd;
-  if (!workspace.empty()) global.workspace = workspace;
+  if (!cwd.empty()) {
+    // The CLI's own view: its --workspace (or none: the config's, else its cwd), not the
+    // server's command line.
+    global.cwd = cwd;
+    global.workspace = workspace;
+  }
 
   ClientControl control;
   std::atomic<bool> done{false};

@@ -368,8 +368,9 @@ ExecToolResult RunExecTool(const GlobalOptions& global, const policy::Caller& ca
 
   // A front end that drives foreground runs itself (stdin, cancel, streaming) gets those that
   // were not asked to yield.
-  const bool foreground_hook = services != nullptr && services->run_foreground &&
-                               !request.background && !request.yield_ms;
+  const bool foreground_hook =
+      services != nullptr && services->run_foreground &&
+      (!background_available || (!request.background && !request.yield_ms));
   if (background_available && !foreground_hook) {
     // The server: every run has a yield window; past it (or at once with background:true) the
     // run becomes a background session and the call answers `running`.

@@ -40,7 +40,8 @@ struct ExecServices {
   ApprovalBroker* approvals = nullptr;
   // How a foreground run is carried out (the CLI's own stdin and signals; the server's /v1/exec
   // stream): when set, a run not asked to yield (no yield_ms, no background) goes to it instead
-  // of Executor::Run or a yield-window session. An Error means nothing started.
+  // of Executor::Run or a yield-window session (so does every run when no
+  // session can hold it). An Error means nothing started.
   std::function<Result<exec::ExecOutcome>(exec::Executor&, const exec::Plan&)> run_foreground;
 };
 
