@@ -2,7 +2,6 @@
 
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
-
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -161,9 +160,9 @@ int RunExecCommand(const GlobalOptions& global, const ExecFlags& flags) {
     std::error_code ec;
     std::string cwd = std::filesystem::current_path(ec).string();
     auto streamed = ExecThroughServer(socket, ExecRequestToJson(request), global, cwd, io);
-    report = streamed ? std::move(streamed).value()
-                      : ReportError(ToolError{"server-unreachable", streamed.error().ToString()},
-                                    true);
+    report = streamed
+                 ? std::move(streamed).value()
+                 : ReportError(ToolError{"server-unreachable", streamed.error().ToString()}, true);
   } else {
     ExecServices services;  // no sessions: nothing outlives this call
     services.run_foreground = [&](exec::Executor& executor, const exec::Plan& plan) {

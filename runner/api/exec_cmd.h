@@ -22,8 +22,8 @@ struct ExecFlags {
   bool background = false;
   bool pty = false;
   bool json = false;
-  bool exit_code = false;    // --exit-code: --json exits with the table below, not 0/1/2
-  bool interactive = false;  // -i: forward stdin even when it is a terminal
+  bool exit_code = false;            // --exit-code: --json exits with the table below, not 0/1/2
+  bool interactive = false;          // -i: forward stdin even when it is a terminal
   std::vector<std::string> command;  // the words after "--", for CommandFromWords
 };
 

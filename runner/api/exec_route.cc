@@ -161,7 +161,8 @@ void ServeExecStream(const HttpRequestInfo& request, UpgradedConnection& conn,
     return finish(ReportError(
         ToolError{"invalid-request",
                   "X-Sandrun-Cwd and X-Sandrun-Workspace are honoured only from the server's own "
-                  "user (uid " + std::to_string(::geteuid()) + "); this client is uid " +
+                  "user (uid " +
+                      std::to_string(::geteuid()) + "); this client is uid " +
                       std::to_string(request.peer_uid) + ": nothing was run"},
         false));
   }

@@ -110,7 +110,8 @@ std::string ExecReportToJson(const ExecReport& report) {
 
 Result<ExecReport> ExecReportFromJson(std::string_view json) {
   auto doc = ParseJson(std::string(json));
-  if (!doc || !doc->IsObject()) return Error(ErrorCode::kProtocol, "the server's report is not JSON");
+  if (!doc || !doc->IsObject())
+    return Error(ErrorCode::kProtocol, "the server's report is not JSON");
   const auto* code = JsonMember(*doc, "exitCode");
   const auto* call = JsonMember(*doc, "callExit");
   if (code == nullptr || !code->IsInt() || call == nullptr || !call->IsInt()) {
@@ -124,7 +125,8 @@ Result<ExecReport> ExecReportFromJson(std::string_view json) {
   r.json = JsonString(*doc, "result");
   if (const auto* warnings = JsonMember(*doc, "warnings"); warnings && warnings->IsArray()) {
     for (const auto& warning : warnings->GetArray()) {
-      if (warning.IsString()) r.warnings.emplace_back(warning.GetString(), warning.GetStringLength());
+      if (warning.IsString())
+        r.warnings.emplace_back(warning.GetString(), warning.GetStringLength());
     }
   }
   return r;

@@ -35,8 +35,8 @@ inline constexpr int kExecExitTimeout = 124;
 inline constexpr int kExecExitRefused = 125;
 
 inline constexpr const char* kExecUpgrade = "sandrun-exec/1";
-inline constexpr size_t kMaxClientFrame = 64 * 1024;          // stdin chunks, cancel, EOF
-inline constexpr size_t kMaxServerFrame = 64 * 1024 * 1024;   // the end report holds the result
+inline constexpr size_t kMaxClientFrame = 64 * 1024;         // stdin chunks, cancel, EOF
+inline constexpr size_t kMaxServerFrame = 64 * 1024 * 1024;  // the end report holds the result
 
 // What the CLI prints and how it exits for one exec, whichever path ran it.
 struct ExecReport {

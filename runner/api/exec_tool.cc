@@ -99,7 +99,8 @@ Result<std::string> StartBackgroundSession(ExecServices& services, const policy:
 std::string WorkspaceDir(const GlobalOptions& global, const config::AgentSettings& settings) {
   std::string dir = !global.workspace.empty() ? global.workspace : settings.workspace;
   std::error_code ec;
-  if (dir.empty()) return !global.cwd.empty() ? global.cwd : std::filesystem::current_path(ec).string();
+  if (dir.empty())
+    return !global.cwd.empty() ? global.cwd : std::filesystem::current_path(ec).string();
   auto absolute = std::filesystem::absolute(dir, ec);
   auto canonical = std::filesystem::weakly_canonical(absolute, ec);
   return ec ? absolute.string() : canonical.string();

@@ -406,8 +406,9 @@ void HttpServer::Impl::ServeConnection(int fd, const std::atomic<bool>& stopping
                     false);
         break;
       }
-      const std::string head = "HTTP/1.1 101 Switching Protocols\r\nServer: sandrun\r\nUpgrade: " +
-                               route->protocol + "\r\nConnection: Upgrade\r\n\r\n";
+      const std::string head =
+          "HTTP/1.1 101 Switching Protocols\r\nServer: sandrun\r\nUpgrade: " + route->protocol +
+          "\r\nConnection: Upgrade\r\n\r\n";
       stream.ExpiresAfter(limits.idle_timeout);
       BoostError e;
       asio::write(stream, asio::buffer(head), e);

@@ -100,8 +100,8 @@ class HttpServer {
   // closes). Counts as a connection like a stream; no idle timeout applies to it.
   using UpgradeHandler = std::function<void(const HttpRequestInfo&, UpgradedConnection& conn,
                                             const std::atomic<bool>& stopping)>;
-  void RouteUpgrade(const std::string& method, const std::string& path,
-                    const std::string& protocol, UpgradeHandler handler);
+  void RouteUpgrade(const std::string& method, const std::string& path, const std::string& protocol,
+                    UpgradeHandler handler);
 
   // Binds `path` (a stale socket file nobody answers on is replaced; a live one is an error),
   // chmod `mode`.

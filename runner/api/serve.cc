@@ -263,13 +263,13 @@ int RunServeCommand(const GlobalOptions& global, const ServeOptions& options) {
   });
 
   // `sandrun exec` through the server: the exec stream (exec_route.h), upgraded from POST.
-  server.RouteUpgrade("POST", "/v1/exec", kExecUpgrade,
-                      [&](const HttpRequestInfo& r, UpgradedConnection& conn,
-                          const std::atomic<bool>& stopping) {
-                        ++requests;
-                        GlobalOptions g = request_global(r);
-                        ServeExecStream(r, conn, stopping, g, ApiCaller(r, g), services);
-                      });
+  server.RouteUpgrade(
+      "POST", "/v1/exec", kExecUpgrade,
+      [&](const HttpRequestInfo& r, UpgradedConnection& conn, const std::atomic<bool>& stopping) {
+        ++requests;
+        GlobalOptions g = request_global(r);
+        ServeExecStream(r, conn, stopping, g, ApiCaller(r, g), services);
+      });
 
   tool_route(
       "/v1/tools/apply_patch", "apply_patch", [&](const HttpRequestInfo& r, const ToolCall& call) {

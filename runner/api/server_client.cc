@@ -203,7 +203,8 @@ Result<ExecReport> ExecThroughServer(const std::string& socket, const std::strin
       // A write error: the read side tells what happened (a reply, or the end).
     }
     if (want_stdin && (p[1].revents & (POLLIN | POLLHUP | POLLERR))) {
-      ssize_t n = ::read(io.stdin_fd, buf, kMaxClientFrame < sizeof buf ? kMaxClientFrame : sizeof buf);
+      ssize_t n =
+          ::read(io.stdin_fd, buf, kMaxClientFrame < sizeof buf ? kMaxClientFrame : sizeof buf);
       if (n > 0) {
         outbound += Frame('I', std::string_view(buf, static_cast<size_t>(n)));
       } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
@@ -220,16 +221,15 @@ Result<ExecReport> ExecThroughServer(const std::string& socket, const std::strin
       size_t space = in.find(' ');
       int status = 0;
       if (head_end == std::string::npos || space == std::string::npos ||
-          std::from_chars(in.data() + space + 1, in.data() + in.size(), status).ec !=
-              std::errc()) {
+          std::from_chars(in.data() + space + 1, in.data() + in.size(), status).ec != std::errc()) {
         return Error(ErrorCode::kProtocol, "the server closed the connection without a reply");
       }
       std::string reply = in.substr(head_end + 4);
       auto doc = ParseJson(reply);
       const auto* error = doc ? JsonMember(*doc, "error") : nullptr;
-      ToolError e{error ? JsonString(*error, "code") : "server-error",
-                  error ? JsonString(*error, "message")
-                        : "the server answered " + std::to_string(status)};
+      ToolError e{
+          error ? JsonString(*error, "code") : "server-error",
+          error ? JsonString(*error, "message") : "the server answered " + std::to_string(status)};
       ExecReport report = ReportError(e, status >= 500);
       report.json = reply;
       return report;

@@ -62,7 +62,8 @@ TEST_P(CliContract, StdoutAndStderrSeparateByteExactAndLong) {
                   "exit 3");
   EXPECT_EQ(r.exit_code, 3) << r.err;
   ASSERT_EQ(r.out.size(), 4u + 1500000u) << "untruncated, no appended exit line";
-  EXPECT_EQ(r.out.substr(0, 4), std::string("a\xff\x01" "b"));
+  EXPECT_EQ(r.out.substr(0, 4), std::string("a\xff\x01"
+                                            "b"));
   EXPECT_EQ(r.err.find("E\xfe"), 0u) << r.err;
   EXPECT_EQ(r.out.find("Command exited"), std::string::npos);
 }
@@ -209,9 +210,10 @@ TEST_F(CliContractOnce, CwdHeaderFromAnotherUserIsRefused) {
     socket.copy(addr.sun_path, sizeof addr.sun_path - 1);
     if (connect(s, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) _exit(4);
     std::string body = R"({"tool":"exec","command":"touch )" + marks_ + R"(/ran"})";
-    std::string req = "POST /v1/exec HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: "
-                      "sandrun-exec/1\r\nX-Sandrun-Cwd: /root\r\nContent-Length: " +
-                      std::to_string(body.size()) + "\r\n\r\n" + body;
+    std::string req =
+        "POST /v1/exec HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: "
+        "sandrun-exec/1\r\nX-Sandrun-Cwd: /root\r\nContent-Length: " +
+        std::to_string(body.size()) + "\r\n\r\n" + body;
     (void)!write(s, req.data(), req.size());
     char buf[4096];
     ssize_t n;
