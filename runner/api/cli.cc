@@ -126,6 +126,27 @@ int RunCli(int argc, char** argv) {
   CLI::App* exec = app.add_subcommand(
       "exec", "Run a shell command (sandboxed by default), streaming its output");
   AddExecFlags(exec, exec_flags);
+  exec->add_flag("-i,--interactive", exec_flags.interactive,
+                 "Forward stdin even when it is a terminal (a pipe or a file always is)");
+  exec->add_flag("--exit-code", exec_flags.exit_code,
+                 "With --json, exit with the table below instead of 0/1/2");
+  exec->footer(
+      "Output: stdout and stderr stream separately, byte for byte, with or without `sandrun\n"
+      "serve`; the command runs in the current directory (or --workdir). SIGINT/SIGTERM/SIGHUP\n"
+      "cancel it (TERM, then KILL after 3 s). It yields (prints the session id, exit 0) only\n"
+      "with --yield-ms or --background, through a server.\n"
+      "Exit codes (after docker run; --json exits 0 handled / 1 internal / 2 refused unless\n"
+      "--exit-code):\n"
+      "  N    the command's own exit code\n"
+      "  124  the command timed out (--timeout, tools.exec.timeoutSec) and was killed\n"
+      "  128+N  the command was killed by signal N (143: SIGTERM, e.g. cancelled)\n"
+      "  125  refused before anything ran: bad input, policy, config, approval denied\n"
+      "  123  the sandbox or its engine is unavailable (sandbox-unavailable): nothing ran\n"
+      "  122  waiting for an operator's approval (approval-pending): nothing ran yet; the\n"
+      "       approval id is on stdout\n"
+      "  121  internal error of sandrun (internal), and spawn-failed: the call passed every\n"
+      "       check but the host process could not be created, a fault of the runner, not of\n"
+      "       the input (123 is kept for the sandbox and its engine)");
   std::vector<std::string> stray_words;  // a command given without "--": refused
   exec->add_option("COMMAND", stray_words, "The shell command, after --");
 

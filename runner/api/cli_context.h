@@ -14,6 +14,9 @@ struct GlobalOptions {
   std::string session = "main";
   std::string workspace;  // --workspace ("" = agents.<id>.workspace or the current directory)
   std::string server;
+  // The caller's working directory when it is not this process's (the server running a CLI's
+  // call, X-Sandrun-Cwd); "" = the current directory.
+  std::string cwd;
 };
 
 // Exit codes of the CLI (SPEC §2.2).

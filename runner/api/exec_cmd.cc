@@ -2,14 +2,20 @@
 
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <iterator>
 #include <variant>
 
+#include "runner/api/exec_stream.h"
 #include "runner/api/exec_tool.h"
+#include "runner/api/foreground_run.h"
 #include "runner/api/server_client.h"
 #include "runner/api/tool_call.h"
 #include "runner/config/state_dir.h"
@@ -21,8 +27,14 @@ namespace {
 
 // Ctrl-C / SIGTERM cancel the running command (its whole tree is killed), then we exit.
 CancelToken g_cancel;
+std::atomic<bool> g_cancelled{false};  // the same, for the server stream
+volatile sig_atomic_t g_signal = 0;    // the signal that cancelled the run
 
-extern "C" void OnSignal(int) { g_cancel.Cancel(); }
+extern "C" void OnSignal(int sig) {
+  g_signal = sig;
+  g_cancel.Cancel();
+  g_cancelled.store(true);
+}
 
 void InstallCancelHandlers() {
   struct sigaction sa {};
@@ -47,46 +59,14 @@ std::string LiveServer(const GlobalOptions& global) {
   return ServerAnswers(socket) ? socket : "";
 }
 
-// `sandrun exec` without --json through a server: print what the result says, exit like the
-// command. (Through the server, stdout and stderr arrive merged, at the end.)
-int ReportServerExec(const Result<ServerReply>& reply) {
-  if (!reply) {
-    PrintError(reply.error().ToString());
-    return kExitFailure;
-  }
-  auto doc = ParseJson(reply->body);
-  if (!doc || !doc->IsObject()) {
-    PrintError("the server answered " + std::to_string(reply->status) + ": " + reply->body);
-    return kExitFailure;
-  }
-  if (const auto* error = JsonMember(*doc, "error")) {
-    PrintError(JsonString(*error, "message"));
-    return ExitCodeFor(*reply);
-  }
-  const auto* details = JsonMember(*doc, "details");
-  std::string status = details ? JsonString(*details, "status") : "";
-  std::string text;
-  if (const auto* content = JsonMember(*doc, "content");
-      content && content->IsArray() && !content->Empty()) {
-    text = JsonString((*content)[0], "text");
-  }
-  if (status == "running" || status == "approval-pending") {
-    // Nothing finished yet: the id to follow up with on stdout, the explanation on stderr.
-    std::fprintf(stderr, "sandrun: %s\n", text.c_str());
-    std::printf("%s\n",
-                JsonString(*details, status == "running" ? "sessionId" : "approvalId").c_str());
-    return kExitOk;
-  }
-  std::string aggregated = JsonString(*details, "aggregated");
-  if (!aggregated.empty()) std::printf("%s\n", aggregated.c_str());
-  const auto* code = JsonMember(*details, "exitCode");
-  if (code != nullptr && code->IsInt()) {
-    if (status == "failed")
-      PrintError(text.substr(text.rfind("\n\n") == std::string::npos ? 0 : text.rfind("\n\n") + 2));
-    return code->GetInt();
-  }
-  PrintError(text.substr(text.rfind("\n\n") == std::string::npos ? 0 : text.rfind("\n\n") + 2));
-  return JsonBool(*details, "timedOut") ? 124 : kExitFailure;
+// The command's stdin: ours when it is a pipe, a file or a socket (or with -i), else none (the
+// command reads EOF at once): a terminal is never read behind the user's back.
+int StdinToForward(bool interactive) {
+  struct stat st {};
+  if (::fstat(STDIN_FILENO, &st) != 0) return -1;
+  if (interactive) return STDIN_FILENO;
+  if (S_ISFIFO(st.st_mode) || S_ISREG(st.st_mode) || S_ISSOCK(st.st_mode)) return STDIN_FILENO;
+  return -1;
 }
 
 }  // namespace
@@ -139,13 +119,15 @@ int RunCallCommand(const GlobalOptions& global, const std::string& json_arg) {
 }
 
 int RunExecCommand(const GlobalOptions& global, const ExecFlags& flags) {
+  // Refused before anything ran: 125, or 2 with --json (as `call`) unless --exit-code.
+  const int refused = flags.json && !flags.exit_code ? kExitRefused : kExecExitRefused;
   // Build the same request a tool call would carry, so both paths validate identically.
   std::string command = CommandFromWords(flags.command);
   policy::ExecRequest request;
   request.command = command;
   if (auto invalid = ValidateCommand(command)) {
     PrintError(invalid->message + " (usage: sandrun exec [flags] -- COMMAND)");
-    return kExitRefused;
+    return refused;
   }
   if (!flags.host.empty()) request.host = flags.host;
   if (!flags.security.empty()) request.security = flags.security;
@@ -154,53 +136,43 @@ int RunExecCommand(const GlobalOptions& global, const ExecFlags& flags) {
   if (flags.elevated) request.elevated = true;
   if (std::string bad = ParseEnvFlags(flags.env, &request.env); !bad.empty()) {
     PrintError(bad);
-    return kExitRefused;
+    return refused;
   }
   if (flags.timeout >= 0) request.timeout_seconds = flags.timeout;
   if (flags.yield_ms >= 0) request.yield_ms = flags.yield_ms;
   request.background = flags.background;
   request.pty = flags.pty;
 
-  if (std::string socket = LiveServer(global); !socket.empty()) {
-    auto reply = PostToServer(socket, "/v1/tools/exec", ExecRequestToJson(request), global);
-    if (flags.json) return PrintServerReply(reply);
-    return ReportServerExec(reply);
-  }
-
   InstallCancelHandlers();
-  exec::LiveSink live;
-  if (!flags.json) {
-    live = [](exec::Stream stream, std::string_view bytes) {
-      WriteAll(stream == exec::Stream::kStderr ? stderr : stdout, bytes);
+  const int stdin_fd = StdinToForward(flags.interactive);
+  // The command's output, byte for byte as it arrives (not with --json: the result holds it).
+  exec::LiveSink live = [json = flags.json](exec::Stream stream, std::string_view bytes) {
+    if (!json) WriteAll(stream == exec::Stream::kStderr ? stderr : stdout, bytes);
+  };
+  ExecReport report;
+  if (std::string socket = LiveServer(global); !socket.empty()) {
+    ExecStreamIo io;
+    io.stdin_fd = stdin_fd;
+    io.cancelled = &g_cancelled;
+    io.output = [&live](bool is_stderr, std::string_view bytes) {
+      live(is_stderr ? exec::Stream::kStderr : exec::Stream::kStdout, bytes);
     };
+    std::error_code ec;
+    std::string cwd = std::filesystem::current_path(ec).string();
+    auto streamed = ExecThroughServer(socket, ExecRequestToJson(request), global, cwd, io);
+    report = streamed
+                 ? std::move(streamed).value()
+                 : ReportError(ToolError{"server-unreachable", streamed.error().ToString()}, true);
+  } else {
+    ExecServices services;  // no sessions: nothing outlives this call
+    services.run_foreground = [&](exec::Executor& executor, const exec::Plan& plan) {
+      return RunInForeground(executor, plan, live, stdin_fd, &g_cancel);
+    };
+    ExecToolResult result =
+        RunExecTool(global, CliCaller(global), request, live, &g_cancel, &services);
+    report = ReportExec(result, g_signal);
   }
-  ExecToolResult result = RunExecTool(global, CliCaller(global), request, live, &g_cancel);
-  if (flags.json) {
-    std::printf("%s\n", result.json.c_str());
-    return result.refused ? kExitRefused : result.internal ? kExitFailure : kExitOk;
-  }
-  if (result.refused || result.internal) {
-    PrintError(result.error.message);
-    return result.refused ? kExitRefused : kExitFailure;
-  }
-  for (const auto& w : result.warnings) PrintWarning(w);
-  const auto& out = result.outcome;
-  using Status = exec::ExecOutcome::Status;
-  std::string reason = FailureReason(out, result.timeout_seconds);
-  switch (out.status) {
-    case Status::kExited:
-      return out.exit_code;
-    case Status::kSignaled:
-      PrintError(reason);
-      return 128 + out.signal;
-    case Status::kTimedOut:
-      PrintError(reason);
-      return 124;
-    case Status::kAborted:
-      PrintError(reason);
-      return g_cancel.cancelled() ? 130 : kExitFailure;
-  }
-  return kExitFailure;
+  return PrintExecReport(report, flags.json, flags.exit_code);
 }
 
 }  // namespace sandrun::api

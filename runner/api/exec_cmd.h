@@ -22,6 +22,8 @@ struct ExecFlags {
   bool background = false;
   bool pty = false;
   bool json = false;
+  bool exit_code = false;            // --exit-code: --json exits with the table below, not 0/1/2
+  bool interactive = false;          // -i: forward stdin even when it is a terminal
   std::vector<std::string> command;  // the words after "--", for CommandFromWords
 };
 
@@ -33,8 +35,11 @@ struct ExecFlags {
 // as a job spec; the allowlist analysis refuses it as job-control.) No words: "".
 std::string CommandFromWords(const std::vector<std::string>& words);
 
-// Streams the command's output to our stdout/stderr and exits with its exit code (124 on
-// timeout, 128+N on signal N), or 2 when refused; with --json prints the result object.
+// Streams the command's stdout and stderr byte for byte to ours, forwards our stdin when it is a
+// pipe or a file (or with -i), cancels the command on SIGINT/SIGTERM/SIGHUP (TERM, then KILL
+// after 3 s), the same in-process and through a running server. Exits with the table of
+// runner/api/exec_stream.h (the command's code, 124, 128+N, 125, 123, 122, 121); with --json
+// prints the result object and exits 0/1/2 as `call` does (the table with --exit-code).
 int RunExecCommand(const GlobalOptions& global, const ExecFlags& flags);
 
 // Adds `--env KEY=VALUE` flags to `env`; the message for the first malformed one (nothing is

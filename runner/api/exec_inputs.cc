@@ -64,7 +64,9 @@ Status LoadApprovalsInputs(LoadedCall& call, const policy::Decision& decision,
 std::string WorkspaceDir(const GlobalOptions& global, const config::AgentSettings& settings) {
   std::string dir = !global.workspace.empty() ? global.workspace : settings.workspace;
   std::error_code ec;
-  if (dir.empty()) return std::filesystem::current_path(ec).string();
+  if (dir.empty()) {
+    return !global.cwd.empty() ? global.cwd : std::filesystem::current_path(ec).string();
+  }
   auto absolute = std::filesystem::absolute(dir, ec);
   auto canonical = std::filesystem::weakly_canonical(absolute, ec);
   return ec ? absolute.string() : canonical.string();
@@ -109,7 +111,7 @@ std::unique_ptr<LoadedCall> LoadExecInputs(const GlobalOptions& global,
   ctx.state_dir = *state_dir;
   ctx.workspace_dir = WorkspaceDir(global, settings);
   std::error_code ec;
-  ctx.cwd = std::filesystem::current_path(ec).string();
+  ctx.cwd = !global.cwd.empty() ? global.cwd : std::filesystem::current_path(ec).string();
   ctx.host_env = HostEnv();
 
   // What the decision will read depends on where the call goes: decide that much first.

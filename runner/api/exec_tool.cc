@@ -226,7 +226,12 @@ ExecToolResult RunExecTool(const GlobalOptions& global, const policy::Caller& ca
                                                  : Refused("spawn-failed", e.ToString());
   };
 
-  if (background_available) {
+  // A front end that drives foreground runs itself (stdin, cancel, streaming) gets those that
+  // were not asked to yield.
+  const bool foreground_hook =
+      services != nullptr && services->run_foreground &&
+      (!background_available || (!request.background && !request.yield_ms));
+  if (background_available && !foreground_hook) {
     // The server: every run has a yield window; past it (or at once with background:true) the
     // run becomes a background session and the call answers `running`.
     BackgroundRun run{request.command, settings.exec.notify_on_exit,
@@ -252,7 +257,8 @@ ExecToolResult RunExecTool(const GlobalOptions& global, const policy::Caller& ca
       return result;
     }
   } else {
-    auto outcome = executor->Run(plan, live, cancel);
+    auto outcome = foreground_hook ? services->run_foreground(*executor, plan)
+                                   : executor->Run(plan, live, cancel);
     if (!outcome) return failed_to_start(outcome.error());
     result.outcome = std::move(outcome).value();
   }

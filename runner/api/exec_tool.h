@@ -2,6 +2,7 @@
 // Used by `sandrun call` and `sandrun exec` (and, later, the server).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -28,6 +29,10 @@ namespace sandrun::api {
 
 class ApprovalBroker;
 
+// Runs a plan in the foreground the caller's way (its stdin, its cancel, its stream). An Error
+// means nothing started.
+using ForegroundFn = std::function<Result<exec::ExecOutcome>(exec::Executor&, const exec::Plan&)>;
+
 // What only a long-running server has: background sessions and executors that outlive a call.
 // Without it (the one-shot CLI) every exec runs in the foreground.
 struct ExecServices {
@@ -38,6 +43,11 @@ struct ExecServices {
   // Pending approvals (the server). Without it an exec that needs an approval has no route to
   // an operator: askFallback decides at once (OpenClaw's headless runs).
   ApprovalBroker* approvals = nullptr;
+  // How a foreground run is carried out (the CLI's own stdin and signals; the server's /v1/exec
+  // stream): when set, a run not asked to yield (no yield_ms, no background) goes to it instead
+  // of Executor::Run or a yield-window session (so does every run when no
+  // session can hold it). An Error means nothing started.
+  ForegroundFn run_foreground;
 };
 
 struct ExecToolResult {

@@ -218,6 +218,8 @@ struct HttpServer::Impl {
     bool prefix = false;
     Handler handler;
     StreamHandler stream;
+    std::string protocol;  // for upgrade routes
+    UpgradeHandler upgrade;
   };
 
   explicit Impl(const HttpServerLimits& l) : limits(l), budget(l.max_buffered_bytes) {}
@@ -395,6 +397,30 @@ void HttpServer::Impl::ServeConnection(int fd, const std::atomic<bool>& stopping
     ParseTarget(info);
     bool wrong_method = false;
     const RouteEntry* route = Find(info.method, info.path, &wrong_method);
+    if (route != nullptr && route->upgrade) {
+      reservation = Reservation();
+      if (!beast::iequals(req[http::field::upgrade], route->protocol)) {
+        (void)Reply(stream, version,
+                    JsonReply(426, RenderToolError("upgrade-required",
+                                                   info.method + " " + info.path +
+                                                       " needs Upgrade: " + route->protocol)),
+                    false);
+        break;
+      }
+      const std::string head =
+          "HTTP/1.1 101 Switching Protocols\r\nServer: sandrun\r\nUpgrade: " + route->protocol +
+          "\r\nConnection: Upgrade\r\n\r\n";
+      stream.ExpiresAfter(limits.idle_timeout);
+      BoostError e;
+      asio::write(stream, asio::buffer(head), e);
+      if (e) break;
+      UpgradedConnection conn;
+      conn.fd = fd;
+      conn.pending.assign(static_cast<const char*>(buffer.data().data()), buffer.size());
+      conn.write_timeout = limits.idle_timeout;
+      route->upgrade(info, conn, stopping);
+      break;
+    }
     if (route != nullptr && route->stream) {
       reservation = Reservation();
       ServeStream(stream, *route, info, version, stopping);
@@ -427,16 +453,21 @@ HttpServer::~HttpServer() {
 }
 
 void HttpServer::Route(const std::string& method, const std::string& path, Handler handler) {
-  impl_->routes.push_back({method, path, false, std::move(handler), nullptr});
+  impl_->routes.push_back({method, path, false, std::move(handler), nullptr, "", nullptr});
 }
 
 void HttpServer::RoutePrefix(const std::string& method, const std::string& prefix,
                              Handler handler) {
-  impl_->routes.push_back({method, prefix, true, std::move(handler), nullptr});
+  impl_->routes.push_back({method, prefix, true, std::move(handler), nullptr, "", nullptr});
 }
 
 void HttpServer::RouteStream(const std::string& path, StreamHandler handler) {
-  impl_->routes.push_back({"GET", path, false, nullptr, std::move(handler)});
+  impl_->routes.push_back({"GET", path, false, nullptr, std::move(handler), "", nullptr});
+}
+
+void HttpServer::RouteUpgrade(const std::string& method, const std::string& path,
+                              const std::string& protocol, UpgradeHandler handler) {
+  impl_->routes.push_back({method, path, false, nullptr, nullptr, protocol, std::move(handler)});
 }
 
 Status HttpServer::ListenUnix(const std::string& path, unsigned mode) {

@@ -69,6 +69,15 @@ struct HttpServerLimits {
 // Writes one server-sent event; false once the client went away.
 using EventWriter = std::function<bool(const std::string& event, const std::string& data)>;
 
+// A connection switched to another protocol (101 Switching Protocols) for its handler: the raw
+// socket (still owned by the server), the bytes the client sent past its request, and the
+// server's write deadline (idle_timeout) for the handler's own writes.
+struct UpgradedConnection {
+  int fd = -1;
+  std::string pending;
+  std::chrono::milliseconds write_timeout{0};
+};
+
 class HttpServer {
  public:
   using Handler = std::function<HttpReply(const HttpRequestInfo&)>;
@@ -86,6 +95,13 @@ class HttpServer {
   // Routes every path starting with `prefix` (e.g. "/v1/approvals/").
   void RoutePrefix(const std::string& method, const std::string& prefix, Handler handler);
   void RouteStream(const std::string& path, StreamHandler handler);
+  // Holds an upgraded connection: the request must carry `Upgrade: <protocol>` (else 426); it
+  // is answered 101 and the handler speaks the protocol until it returns (then the connection
+  // closes). Counts as a connection like a stream; no idle timeout applies to it.
+  using UpgradeHandler = std::function<void(const HttpRequestInfo&, UpgradedConnection& conn,
+                                            const std::atomic<bool>& stopping)>;
+  void RouteUpgrade(const std::string& method, const std::string& path, const std::string& protocol,
+                    UpgradeHandler handler);
 
   // Binds `path` (a stale socket file nobody answers on is replaced; a live one is an error),
   // chmod `mode`.

@@ -107,6 +107,7 @@ struct Runtime::Impl {
     g.agent = who.agent;
     g.session = who.session;
     g.workspace = who.workspace_root;
+    g.cwd = who.cwd;
     return g;
   }
   static policy::Caller CallerFor(const Principal& who) {
@@ -214,6 +215,18 @@ RuntimeReply Runtime::Exec(const Principal& who, std::string_view body) {
       RunExecTool(impl_->GlobalFor(who), Impl::CallerFor(who), std::get<ToolCall>(parsed).exec,
                   nullptr, nullptr, &call_services);
   return Count({result.refused ? 400 : result.internal ? 500 : 200, result.json});
+}
+
+ExecToolResult Runtime::ExecForeground(const Principal& who, const policy::ExecRequest& request,
+                                       ForegroundFn run_foreground) {
+  ++requests_;
+  ExecServices call_services = impl_->services;
+  call_services.tenant = who.tenant;
+  call_services.run_foreground = std::move(run_foreground);
+  ExecToolResult result = RunExecTool(impl_->GlobalFor(who), Impl::CallerFor(who), request, nullptr,
+                                      nullptr, &call_services);
+  if (result.refused) ++refused_;
+  return result;
 }
 
 RuntimeReply Runtime::ApplyPatch(const Principal& who, std::string_view body) {

@@ -20,6 +20,7 @@
 #include <utility>
 
 #include "runner/api/cli_context.h"
+#include "runner/api/exec_tool.h"
 #include "runner/config/settings.h"
 #include "sandbox/base/result.h"
 
@@ -37,6 +38,9 @@ struct Principal {
   std::string provider = "api";  // tools.elevated.allowFrom key
   std::string sender;            // the caller's name for allowFrom (the local server: SO_PEERCRED)
   int64_t uid = -1;              // the caller's uid when known
+  // The caller's working directory ("" = the server's): set only for callers allowed to
+  // choose, as workspace_root.
+  std::string cwd;
 };
 
 // What a front end renders: an HTTP status (200 handled, 400 refused before anything ran, 404,
@@ -66,6 +70,10 @@ class Runtime {
 
   // The tool calls, each a JSON body as the tool call's wire form.
   RuntimeReply Exec(const Principal& who, std::string_view body);
+  // One exec call whose foreground run the front end drives (the CLI's exec stream): a run not
+  // asked to yield goes to `run_foreground`; background and yielding runs become sessions.
+  ExecToolResult ExecForeground(const Principal& who, const policy::ExecRequest& request,
+                                ForegroundFn run_foreground);
   RuntimeReply ApplyPatch(const Principal& who, std::string_view body);
   RuntimeReply Process(const Principal& who, std::string_view body);
   RuntimeReply PolicyCheck(const Principal& who, std::string_view body);

@@ -10,6 +10,8 @@
 #include <thread>
 
 #include "runner/api/exec_inputs.h"
+#include "runner/api/exec_route.h"
+#include "runner/api/exec_stream.h"
 #include "runner/api/http_server.h"
 #include "runner/api/runtime.h"
 #include "runner/api/server_client.h"
@@ -104,6 +106,12 @@ int RunServeCommand(const GlobalOptions& global, const ServeOptions& options) {
   server.Route("POST", "/v1/tools/apply_patch", [&](const HttpRequestInfo& r) {
     return Reply(runtime.ApplyPatch(LocalPrincipal(r), r.body));
   });
+  // `sandrun exec` through the server: the exec stream (exec_route.h), upgraded from POST.
+  server.RouteUpgrade(
+      "POST", "/v1/exec", kExecUpgrade,
+      [&](const HttpRequestInfo& r, UpgradedConnection& conn, const std::atomic<bool>& stopping) {
+        ServeExecStream(r, conn, stopping, runtime, LocalPrincipal(r));
+      });
   server.Route("POST", "/v1/tools/process", [&](const HttpRequestInfo& r) {
     return Reply(runtime.Process(LocalPrincipal(r), r.body));
   });

@@ -10,8 +10,11 @@
 #include <charconv>
 #include <chrono>
 #include <cstdio>
+#include <map>
 
+#include "runner/api/exec_stream.h"
 #include "runner/api/tool_call.h"
+#include "sandbox/base/json.h"
 #include "sandbox/os/unique_fd.h"
 
 namespace sandrun::api {
@@ -134,6 +137,133 @@ int PrintServerReply(const Result<ServerReply>& reply) {
   }
   std::printf("%s\n", reply->body.c_str());
   return ExitCodeFor(*reply);
+}
+
+}  // namespace sandrun::api
+
+namespace sandrun::api {
+namespace {
+
+// The socket, connected; an Error as Exchange reports it.
+Result<UniqueFd> ConnectTo(const std::string& socket) {
+  sockaddr_un addr{};
+  if (socket.size() >= sizeof addr.sun_path) {
+    return Error(ErrorCode::kInvalidArgument, "socket path too long: " + socket);
+  }
+  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) return Error::FromErrno(errno, "socket");
+  addr.sun_family = AF_UNIX;
+  socket.copy(addr.sun_path, sizeof addr.sun_path - 1);
+  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    return Error::FromErrno(errno, "cannot connect to the server at " + socket);
+  }
+  return fd;
+}
+
+// Stdin frames waiting for the socket: the client never blocks on a write, so it always reads
+// the command's output (a command that writes without reading its stdin cannot deadlock us).
+constexpr size_t kMaxOutbound = 256 * 1024;
+
+}  // namespace
+
+Result<ExecReport> ExecThroughServer(const std::string& socket, const std::string& body,
+                                     const GlobalOptions& global, const std::string& cwd,
+                                     const ExecStreamIo& io) {
+  SANDRUN_ASSIGN_OR_RETURN(UniqueFd fd, ConnectTo(socket));
+  std::map<std::string, std::string> headers = {{"X-Sandrun-Agent", global.agent},
+                                                {"X-Sandrun-Session", global.session},
+                                                {"X-Sandrun-Workspace", global.workspace},
+                                                {"X-Sandrun-Cwd", cwd},
+                                                {"Upgrade", kExecUpgrade}};
+  std::string head = RequestHead("POST", "/v1/exec", headers, body.size());
+  // Connection: Upgrade replaces the head's Connection: close.
+  head.replace(head.find("Connection: close"), 17, "Connection: Upgrade");
+  std::string outbound = head + body;
+  bool stdin_open = io.stdin_fd >= 0;
+  bool cancel_sent = false;
+  bool upgraded = false;
+  std::string in;
+  FrameReader frames(kMaxServerFrame);
+  char buf[65536];
+  for (;;) {
+    if (!cancel_sent && io.cancelled != nullptr && io.cancelled->load()) {
+      if (upgraded) outbound += Frame('C', "");
+      cancel_sent = true;
+      // Before the upgrade there is nothing to cancel yet: the frame follows it.
+    }
+    pollfd p[2] = {{fd.get(), static_cast<short>(POLLIN | (outbound.empty() ? 0 : POLLOUT)), 0},
+                   {io.stdin_fd, POLLIN, 0}};
+    bool want_stdin = upgraded && stdin_open && outbound.size() < kMaxOutbound;
+    int ready = ::poll(p, want_stdin ? 2 : 1, 50);
+    if (ready < 0 && errno != EINTR) return Error::FromErrno(errno, "poll");
+    if (ready <= 0) continue;
+    if (p[0].revents & POLLOUT) {
+      ssize_t n = ::send(fd.get(), outbound.data(), outbound.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+      if (n > 0) outbound.erase(0, static_cast<size_t>(n));
+      // A write error: the read side tells what happened (a reply, or the end).
+    }
+    if (want_stdin && (p[1].revents & (POLLIN | POLLHUP | POLLERR))) {
+      ssize_t n =
+          ::read(io.stdin_fd, buf, kMaxClientFrame < sizeof buf ? kMaxClientFrame : sizeof buf);
+      if (n > 0) {
+        outbound += Frame('I', std::string_view(buf, static_cast<size_t>(n)));
+      } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+        outbound += Frame('E', "");
+        stdin_open = false;
+      }
+    }
+    if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+    ssize_t n = ::recv(fd.get(), buf, sizeof buf, MSG_DONTWAIT);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (n <= 0 && !upgraded) {
+      // Refused before the upgrade (busy, too large, not found): an HTTP reply, then the end.
+      size_t head_end = in.find("\r\n\r\n");
+      size_t space = in.find(' ');
+      int status = 0;
+      if (head_end == std::string::npos || space == std::string::npos ||
+          std::from_chars(in.data() + space + 1, in.data() + in.size(), status).ec != std::errc()) {
+        return Error(ErrorCode::kProtocol, "the server closed the connection without a reply");
+      }
+      std::string reply = in.substr(head_end + 4);
+      auto doc = ParseJson(reply);
+      const auto* error = doc ? JsonMember(*doc, "error") : nullptr;
+      ToolError e{
+          error ? JsonString(*error, "code") : "server-error",
+          error ? JsonString(*error, "message") : "the server answered " + std::to_string(status)};
+      ExecReport report = ReportError(e, status >= 500);
+      report.json = reply;
+      return report;
+    }
+    if (n <= 0) return Error(ErrorCode::kProtocol, "the server closed the exec stream early");
+    if (!upgraded) {
+      in.append(buf, static_cast<size_t>(n));
+      size_t head_end = in.find("\r\n\r\n");
+      if (head_end == std::string::npos) continue;
+      if (in.rfind("HTTP/1.1 101", 0) != 0) continue;  // a refusal: read it to the end
+      upgraded = true;
+      frames.Feed(std::string_view(in).substr(head_end + 4));
+      if (cancel_sent) outbound += Frame('C', "");
+      if (!stdin_open) outbound += Frame('E', "");
+    } else {
+      frames.Feed(std::string_view(buf, static_cast<size_t>(n)));
+    }
+    while (auto item = frames.Next()) {
+      switch (item->type) {
+        case 'O':
+        case 'R':
+          if (io.output) io.output(item->type == 'R', item->payload);
+          break;
+        case 'W':
+          PrintWarning(item->payload);
+          break;
+        case 'X':
+          return ExecReportFromJson(item->payload);
+        default:
+          return Error(ErrorCode::kProtocol, "the server sent an unknown frame");
+      }
+    }
+    if (frames.invalid()) return Error(ErrorCode::kProtocol, "the server sent an oversized frame");
+  }
 }
 
 }  // namespace sandrun::api

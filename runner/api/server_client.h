@@ -2,6 +2,8 @@
 // calls (SPEC §2.2: when the socket answers, call/exec/process go through the server).
 #pragma once
 
+#include <atomic>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -38,5 +40,25 @@ int ExitCodeFor(const ServerReply& reply);
 // Prints the reply's JSON object on stdout (or a server-unreachable error object) and returns
 // the CLI exit code for it.
 int PrintServerReply(const Result<ServerReply>& reply);
+
+}  // namespace sandrun::api
+
+namespace sandrun::api {
+
+struct ExecReport;
+
+// `sandrun exec` through the server (POST /v1/exec, upgraded to the exec stream): sends the
+// call with the caller's agent/session/workspace and `cwd` as X-Sandrun-* headers, copies
+// `stdin_fd` (-1: none, the command reads EOF) to the command, passes output to `out`/`err` as it
+// arrives, and a cancel once `*cancelled` is set. Returns the server's report
+// (an Error when the server could not be reached or broke the stream).
+struct ExecStreamIo {
+  int stdin_fd = -1;
+  const std::atomic<bool>* cancelled = nullptr;
+  std::function<void(bool is_stderr, std::string_view bytes)> output;
+};
+Result<ExecReport> ExecThroughServer(const std::string& socket, const std::string& body,
+                                     const GlobalOptions& global, const std::string& cwd,
+                                     const ExecStreamIo& io);
 
 }  // namespace sandrun::api

@@ -246,7 +246,7 @@ TEST_F(ApplyPatchE2e, DeniedExecIsRefusedWithTheExactError) {
             "{\"error\":{\"code\":\"tool-denied\",\"message\":\"Tool exec is denied by tool policy "
             "(tools.deny).\"}}\n");
   auto e = Exec({}, "touch " + marker);
-  EXPECT_EQ(e.exit_code, 2);
+  EXPECT_EQ(e.exit_code, 125);
   EXPECT_NE(e.err.find("Tool exec is denied by tool policy (tools.deny)."), std::string::npos);
   EXPECT_FALSE(fs::exists(marker));
   // deny exec leaves apply_patch alone.

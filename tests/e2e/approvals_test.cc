@@ -432,7 +432,7 @@ TEST_F(Approvals, AllowingEchoDoesNotAllowAPipedInterpreter) {
   EXPECT_EQ(JsonString((*segments)[0], "satisfiedBy"), "allowlist");
   EXPECT_TRUE((*segments)[1]["satisfiedBy"].IsNull()) << ToJson(check);
   auto r = Exec({}, command);
-  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.exit_code, 125);
   EXPECT_TRUE(Contains(r.err, "sandrun: exec denied: allowlist miss")) << r.err;
   EXPECT_TRUE(r.out.empty()) << r.out;
   EXPECT_FALSE(std::filesystem::exists(marker)) << "python ran";
@@ -458,7 +458,7 @@ TEST_F(Approvals, StrictInlineEvalRefusesAnAllowlistedInterpreterProgram) {
   EXPECT_EQ(JsonString(check, "decision"), "ask") << ToJson(check);
   EXPECT_EQ(ToJson(*JsonMember(check, "inlineEval")), R"(["python3 -c"])") << ToJson(check);
   auto r = Exec({}, command);
-  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_EQ(r.exit_code, 125) << r.out << r.err;
   EXPECT_TRUE(Contains(
       r.err, "sandrun: exec denied: Headless runs cannot wait for interactive exec approval."))
       << r.err;
@@ -471,7 +471,7 @@ TEST_F(Approvals, StrictInlineEvalRefusesAnAllowlistedInterpreterProgram) {
   // Even security=full does not let it through (reference §10).
   Gateway("off", R"("strictInlineEval": true)", "full");
   auto full = Exec({}, command);
-  EXPECT_EQ(full.exit_code, 2) << full.err;
+  EXPECT_EQ(full.exit_code, 125) << full.err;
   EXPECT_FALSE(std::filesystem::exists(marker)) << "an inline program ran under security=full";
   // Control: without strictInlineEval security=full runs it.
   Gateway("off", "", "full");
@@ -483,7 +483,7 @@ TEST_F(Approvals, StrictInlineEvalRefusesAnAllowlistedInterpreterProgram) {
 TEST_F(Approvals, HeadlessAskIsDecidedAtOnceByAskFallback) {
   Gateway("on-miss");
   auto r = Exec({}, "ls " + workspace_);
-  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.exit_code, 125);
   EXPECT_TRUE(r.err.starts_with(
       "sandrun: exec denied: Headless runs cannot wait for interactive exec approval.\n"))
       << r.err;
@@ -499,7 +499,7 @@ TEST_F(Approvals, HeadlessAskIsDecidedAtOnceByAskFallback) {
   // askFallback=deny refuses even that.
   AllowOnly({ls_}, R"({"askFallback": "deny"})");
   auto denied = Exec({}, "ls " + workspace_);
-  EXPECT_EQ(denied.exit_code, 2) << denied.out;
+  EXPECT_EQ(denied.exit_code, 125) << denied.out;
   EXPECT_TRUE(Contains(denied.err, "askFallback=deny")) << denied.err;
 }
 
@@ -599,7 +599,7 @@ TEST_F(Approvals, AllowOncePersistsNothingAndTheNextRunAsksAgain) {
   const std::string command = "ls " + workspace_;
   // Plain exec through the server: the approval id on stdout, the explanation on stderr.
   auto r = Exec({}, command);
-  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.exit_code, 122) << r.err;  // waiting for an approval: nothing ran yet
   ASSERT_FALSE(r.out.empty());
   const std::string id = r.out.substr(0, r.out.size() - 1);
   EXPECT_EQ(r.out, id + "\n");
@@ -871,7 +871,7 @@ TEST_F(Approvals, CorruptFileIsKeptAsideAndTheNextRunStartsFresh) {
   WriteApprovals(corrupt);
 
   auto r = Exec({}, "printf hi");
-  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_EQ(r.exit_code, 125) << r.out << r.err;
   EXPECT_TRUE(r.out.empty()) << "nothing ran: " << r.out;
   EXPECT_TRUE(Contains(r.err, ApprovalsPath() + ":6:3:")) << r.err;
   auto copies = CorruptCopies();
@@ -883,7 +883,7 @@ TEST_F(Approvals, CorruptFileIsKeptAsideAndTheNextRunStartsFresh) {
   // The next run starts from no file: the entry that was in the corrupt file does not count,
   // and the refusal is the ordinary one.
   auto next = Exec({}, "printf hi");
-  EXPECT_EQ(next.exit_code, 2);
+  EXPECT_EQ(next.exit_code, 125);
   EXPECT_TRUE(Contains(next.err, "sandrun: exec denied: allowlist miss")) << next.err;
   EXPECT_FALSE(Contains(next.err, "corrupt")) << next.err;
   ASSERT_EQ(Sandrun({"approvals", "allowlist", "add", printf_path}).exit_code, 0);
@@ -1016,7 +1016,7 @@ TEST_F(Approvals, PolicyCheckAgreesWithExecOnEveryRow) {
         EXPECT_EQ(r.out, Replace(row.out, "{WS}", workspace_)) << r.err;
       }
     } else {
-      EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+      EXPECT_EQ(r.exit_code, 125) << r.out << r.err;
       EXPECT_TRUE(r.out.empty()) << "nothing ran: " << r.out;
       EXPECT_FALSE(reason.empty());
       EXPECT_TRUE(Contains(r.err, "sandrun: " + reason + "\n"))

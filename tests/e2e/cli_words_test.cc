@@ -111,7 +111,7 @@ TEST_F(CliWords, ACommandNotAfterDoubleDashIsRefused) {
   auto none = Sandrun({"exec"});
   EXPECT_EQ(none.exit_code, 2);
   auto blank = ExecWords({""});
-  EXPECT_EQ(blank.exit_code, 2);
+  EXPECT_EQ(blank.exit_code, 125);
   EXPECT_NE(blank.err.find("Provide a command"), std::string::npos) << blank.err;
   auto check = Sandrun({"policy", "check", "ls"});
   EXPECT_EQ(check.exit_code, 2);
@@ -129,7 +129,7 @@ TEST_F(CliWords, WordsAfterDoubleDashAreNeverOptions) {
 TEST_F(CliWords, AnEnvValueIsNotAList) {
   auto r = Sandrun({"exec", "--env", "[A=1,B=2]", "--", "echo \"${A-unset}\""});
   EXPECT_NE(r.out, "1\n");
-  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;  // "[A" is not a variable name
+  EXPECT_EQ(r.exit_code, 125) << r.out << r.err;  // "[A" is not a variable name
   auto two = Sandrun({"exec", "--env", "A=1", "--env", "B=2", "--", "echo \"$A$B\""});
   EXPECT_EQ(two.out, "12\n") << two.err;
 }

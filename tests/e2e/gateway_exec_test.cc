@@ -38,7 +38,7 @@ TEST_F(GatewayExec, ExplicitSandboxWithSandboxOffFailsClosed) {
   Config(R"({"sandbox": {"mode": "off"}})");
   std::string marker = marks_ + "/must-not-exist";
   auto r = Exec({"--host", "sandbox"}, "touch " + marker);
-  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.exit_code, 123);
   EXPECT_NE(r.err.find("exec host=sandbox requires a sandbox runtime for this session."),
             std::string::npos)
       << r.err;
@@ -48,7 +48,7 @@ TEST_F(GatewayExec, ExplicitSandboxWithSandboxOffFailsClosed) {
 TEST_F(GatewayExec, ElevatedOffIsAnError) {
   Config(R"({"sandbox": {"docker": {"image": "sandrun-sandbox:minimal"}}})");
   auto r = Exec({"--elevated"}, "id");
-  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.exit_code, 125);
   EXPECT_NE(r.err.find("elevated is not available right now (runtime=sandboxed)."),
             std::string::npos)
       << r.err;
@@ -69,7 +69,7 @@ TEST_F(GatewayExec, ElevatedOnEscapesToTheHost) {
 TEST_F(GatewayExec, ElevatedAllowFromMissIsAnError) {
   Config(R"({"tools": {"elevated": {"enabled": true, "allowFrom": {"cli": ["ops-*"]}}}})");
   auto r = Exec({"--elevated"}, "id");
-  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.exit_code, 125);
   EXPECT_NE(r.err.find("Failing gates: allowFrom"), std::string::npos) << r.err;
 }
 
@@ -77,7 +77,7 @@ TEST_F(GatewayExec, LdPreloadOverrideIsRefused) {
   Config(R"({"sandbox": {"mode": "off"}})");
   std::string marker = marks_ + "/preload-marker";
   auto r = Exec({"--env", "LD_PRELOAD=/tmp/evil.so"}, "touch " + marker);
-  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.exit_code, 125);
   EXPECT_NE(r.err.find("Security Violation: Environment variable 'LD_PRELOAD' is forbidden "
                        "during host execution."),
             std::string::npos)
@@ -97,7 +97,7 @@ TEST_F(GatewayExec, TimeoutKillsTheProcessGroupWithNoOrphans) {
 TEST_F(GatewayExec, ApproveCommandsAreRefused) {
   Config(R"({"sandbox": {"mode": "off"}})");
   auto r = Exec({}, "/approve abc123 allow-always");
-  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.exit_code, 125);
   EXPECT_NE(r.err.find("exec cannot run /approve commands."), std::string::npos) << r.err;
 }
 

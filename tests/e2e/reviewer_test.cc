@@ -54,7 +54,7 @@ TEST_F(Reviewer, DenyRefusesAndRunsNothing) {
   AutoConfig("echo DENY");
   std::string marker = marks_ + "/must-not-exist";
   auto r = Exec({}, "touch " + marker, kNoLoginProbe);
-  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.exit_code, 125);
   EXPECT_NE(r.err.find("exec denied: the reviewer denied it (mode auto)"), std::string::npos)
       << r.err;
   EXPECT_FALSE(std::filesystem::exists(marker));
@@ -64,7 +64,7 @@ TEST_F(Reviewer, AskFallsBackToTheHumanPathWhichIsHeadlessHere) {
   AutoConfig("echo ask");
   std::string marker = marks_ + "/must-not-exist";
   auto r = Exec({}, "touch " + marker, kNoLoginProbe);
-  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.exit_code, 125);
   EXPECT_NE(r.err.find("Headless runs cannot wait for interactive exec approval"),
             std::string::npos)
       << r.err;
@@ -77,7 +77,7 @@ TEST_F(Reviewer, GarbageTimeoutOrFailureNeverAllows) {
     AutoConfig(script);
     std::string marker = marks_ + "/must-not-exist";
     auto r = Exec({}, "touch " + marker, kNoLoginProbe);
-    EXPECT_EQ(r.exit_code, 2) << script << ": " << r.err;
+    EXPECT_EQ(r.exit_code, 125) << script << ": " << r.err;
     EXPECT_FALSE(std::filesystem::exists(marker)) << script;
     EXPECT_LT(r.seconds, 8.0) << script << ": the reviewer's timeout (3 s) was not enforced";
   }
@@ -87,7 +87,7 @@ TEST_F(Reviewer, ChainsAreNotEligible) {
   AutoConfig("echo allow");
   std::string marker = marks_ + "/must-not-exist";
   auto r = Exec({}, "true && touch " + marker, kNoLoginProbe);
-  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(r.exit_code, 125) << r.err;
   EXPECT_FALSE(std::filesystem::exists(marker));
   EXPECT_FALSE(std::filesystem::exists(seen_)) << "the reviewer was asked about a chain";
 }

@@ -89,7 +89,7 @@ TEST_F(SandboxExec, ExplicitSandboxWithEngineUnreachableFailsClosed) {
   std::string marker = "/tmp/sandrun-marker-" + std::to_string(getpid()) + "-unreachable";
   auto r = Exec({"--host", "sandbox"}, "touch " + marker,
                 {{"DOCKER_HOST", "unix:///tmp/sandrun-no-engine.sock"}});
-  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.exit_code, 123);
   EXPECT_NE(r.err.find("cannot reach the Docker engine"), std::string::npos) << r.err;
   EXPECT_TRUE(r.out.empty());
   EXPECT_FALSE(std::filesystem::exists(marker)) << "nothing ran on the host";
@@ -110,7 +110,7 @@ TEST_F(SandboxExec, DefaultHostWithEngineUnreachableAlsoFailsClosed) {
 TEST_F(SandboxExec, MissingImageFailsClosedNamingTheFix) {
   Config(R"({"sandbox": {"docker": {"image": "sandrun-sandbox:nonexistent"}}})");
   auto r = Exec({}, "echo should-not-run");
-  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.exit_code, 123);
   EXPECT_NE(r.err.find("sandrun-sandbox:nonexistent"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("sandrun image build"), std::string::npos) << r.err;
   EXPECT_EQ(ContainerCount(), 0u);
@@ -118,7 +118,7 @@ TEST_F(SandboxExec, MissingImageFailsClosedNamingTheFix) {
 
 TEST_F(SandboxExec, GatewayIsRefusedWhileSandboxed) {
   auto r = Exec({"--host", "gateway"}, "echo no");
-  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.exit_code, 125);
   EXPECT_NE(r.err.find("exec host not allowed (requested gateway; configured host is auto; set "
                        "tools.exec.host=gateway to allow this override)."),
             std::string::npos)

@@ -196,7 +196,7 @@ TEST_F(SandboxMounts, SymlinkedBindSourceIsRefused) {
          R"(:/mnt/run"]}}})");
   auto r = Exec({}, "ls /mnt/run/docker.sock && echo REACHED");
   fs::remove(link);
-  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_EQ(r.exit_code, 125) << r.out << r.err;
   EXPECT_NE(r.err.find("symbolic link"), std::string::npos) << r.err;
   EXPECT_EQ(r.out.find("REACHED"), std::string::npos);
   EXPECT_EQ(ContainerCount(), 0u) << "nothing was created";
@@ -217,7 +217,7 @@ TEST_F(SandboxMounts, BindSourceSwappedForASymlinkIsRefusedOnTheNextCall) {
   auto second = Exec({}, "ls /data/docker.sock && echo REACHED");
   fs::remove(data);
   fs::remove_all(data + "-old");
-  EXPECT_EQ(second.exit_code, 2) << second.out << second.err;
+  EXPECT_EQ(second.exit_code, 125) << second.out << second.err;
   EXPECT_NE(second.err.find("symbolic link"), std::string::npos) << second.err;
 }
 
@@ -227,7 +227,7 @@ TEST_F(SandboxMounts, BindSourceInsideTheRwWorkspaceIsRefused) {
       "binds": [")" +
          workspace_ + R"(/data:/data"]}}})");
   auto r = Exec({}, "true");
-  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(r.exit_code, 125) << r.err;
   EXPECT_NE(r.err.find("where the sandbox can write"), std::string::npos) << r.err;
 }
 
@@ -238,7 +238,7 @@ TEST_F(SandboxMounts, SymlinkedOrBlockedWorkspaceIsRefused) {
   for (const std::string& ws : {link, std::string("/etc"), std::string("/"), std::string("/var"),
                                 home_, home_ + "/sandbox", home_ + "/sandboxes"}) {
     auto r = RunSandrun({"--workspace", ws, "exec", "--", "cat /workspace/passwd"}, Env());
-    EXPECT_EQ(r.exit_code, 2) << ws << ": " << r.out << r.err;
+    EXPECT_EQ(r.exit_code, 125) << ws << ": " << r.out << r.err;
     EXPECT_EQ(r.out.find("root:"), std::string::npos) << ws;
     EXPECT_NE(r.err.find("cannot be mounted"), std::string::npos) << ws << ": " << r.err;
   }
@@ -278,7 +278,7 @@ TEST_F(SandboxMounts, InvalidAgentIdsAndSessionKeysAreRefusedNotRewritten) {
     std::vector<std::string> args = ids;
     args.insert(args.end(), {"exec", "--", "echo ran"});
     auto r = Sandrun(args);
-    EXPECT_EQ(r.exit_code, 2) << ids[1] << ": " << r.out << r.err;
+    EXPECT_EQ(r.exit_code, 125) << ids[1] << ": " << r.out << r.err;
     EXPECT_EQ(r.out.find("ran"), std::string::npos);
     EXPECT_NE(r.err.find("refused, never rewritten"), std::string::npos) << r.err;
   }
@@ -288,7 +288,7 @@ TEST_F(SandboxMounts, InvalidAgentIdsAndSessionKeysAreRefusedNotRewritten) {
 TEST_F(SandboxMounts, TheServerRefusesInvalidIdsInItsHeaders) {
   StartServer();
   auto exec = Sandrun({"--agent", "a/b", "exec", "--", "echo ran"});
-  EXPECT_EQ(exec.exit_code, 2) << exec.out << exec.err;
+  EXPECT_EQ(exec.exit_code, 125) << exec.out << exec.err;
   EXPECT_EQ(exec.out.find("ran"), std::string::npos);
   EXPECT_NE(exec.err.find("Invalid agent id"), std::string::npos) << exec.err;
   auto process = Sandrun({"--session", "x y", "process", "list"});
@@ -327,7 +327,7 @@ TEST_F(SandboxMounts, ALinkPlantedWhereAScratchDirWillBeIsNeverFollowed) {
   fs::remove_all(root);
   fs::remove_all(target);
   EXPECT_EQ(r.out.find("host-file"), std::string::npos) << "the link was followed: " << r.out;
-  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_EQ(r.exit_code, 123) << r.out << r.err;
   EXPECT_NE(r.err.find("symbolic link"), std::string::npos) << r.err;
 }
 
