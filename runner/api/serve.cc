@@ -30,7 +30,7 @@
 #include "sandbox/base/json.h"
 #include "sandbox/docker/client.h"
 #include "sandbox/executors/docker_executor.h"
-#include "sandbox/executors/host_executor.h"
+#include "sandbox/executors/host/host_executor.h"
 
 namespace sandrun::api {
 namespace {

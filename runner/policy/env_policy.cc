@@ -7,7 +7,7 @@
 #include <string>
 
 #include "sandbox/base/strings.h"
-#include "sandbox/executors/login_path.h"
+#include "sandbox/executors/host/login_path.h"
 
 namespace sandrun::policy {
 namespace {

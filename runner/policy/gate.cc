@@ -13,7 +13,7 @@
 #include "runner/policy/env_policy.h"
 #include "runner/policy/sandbox_spec.h"
 #include "sandbox/base/strings.h"
-#include "sandbox/executors/login_path.h"
+#include "sandbox/executors/host/login_path.h"
 
 namespace sandrun::policy {
 namespace {

@@ -1,7 +1,7 @@
 // The host executor and its process plumbing against real processes: exit statuses, streams,
 // environment, working directory, PTYs, timeouts and process-group cleanup, output caps and
 // throughput; plus shell selection and the login-shell PATH probe.
-#include "sandbox/executors/host_executor.h"
+#include "sandbox/executors/host/host_executor.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -24,7 +24,7 @@
 #include <thread>
 #include <vector>
 
-#include "sandbox/executors/login_path.h"
+#include "sandbox/executors/host/login_path.h"
 #include "sandbox/os/subprocess.h"
 
 namespace sandrun::exec {

@@ -1,4 +1,4 @@
-#include "sandbox/executors/login_path.h"
+#include "sandbox/executors/host/login_path.h"
 
 #include <pwd.h>
 #include <rapidjson/stringbuffer.h>
@@ -16,7 +16,7 @@
 
 #include "sandbox/base/json.h"
 #include "sandbox/base/sha256.h"
-#include "sandbox/executors/host_executor.h"
+#include "sandbox/executors/host/host_executor.h"
 #include "sandbox/os/file.h"
 
 namespace sandrun::exec {
