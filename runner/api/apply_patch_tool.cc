@@ -18,7 +18,7 @@
 #include "runner/patch/patch.h"
 #include "runner/policy/tool_policy.h"
 #include "sandbox/base/json.h"
-#include "sandbox/executors/host_mounts.h"
+#include "sandbox/executors/docker/host_mounts.h"
 #include "sandbox/os/file.h"
 
 namespace sandrun::api {

@@ -22,7 +22,7 @@
 #include "runner/sessions/process_request.h"
 #include "sandbox/base/strings.h"
 #include "sandbox/docker/client.h"
-#include "sandbox/executors/docker_executor.h"
+#include "sandbox/executors/docker/docker_executor.h"
 #include "sandbox/executors/host/host_executor.h"
 #include "sandbox/executors/host/login_path.h"
 #include "sandbox/harden/container_preset.h"
