@@ -201,7 +201,13 @@ class DockerRunningProcess final : public RunningProcess {
   }
   Status Resize(unsigned rows, unsigned cols) override {
     if (!plan_.pty) return Error(ErrorCode::kInvalidArgument, "not a terminal");
-    return client_->ResizeExec(created_.exec_id, rows, cols);
+    Status resized = client_->ResizeExec(created_.exec_id, rows, cols);
+    // Resizing an exec that has ended is no error: there is no terminal left to size.
+    if (!resized) {
+      auto info = client_->InspectExec(created_.exec_id);
+      if (info && !info->running) return Ok();
+    }
+    return resized;
   }
   Status Kill(int signal) override {
     if (finished()) return Ok();
