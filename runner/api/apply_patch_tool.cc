@@ -19,7 +19,7 @@
 #include "runner/policy/tool_policy.h"
 #include "runner/wire/tool_result.h"
 #include "sandbox/base/json.h"
-#include "sandbox/executors/host_mounts.h"
+#include "sandbox/executors/docker/host_mounts.h"
 #include "sandbox/os/file.h"
 
 namespace sandrun::api {

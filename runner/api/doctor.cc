@@ -13,7 +13,7 @@
 #include "runner/policy/safe_bins.h"
 #include "sandbox/docker/client.h"
 #include "sandbox/docker/image_build.h"
-#include "sandbox/executors/host_mounts.h"
+#include "sandbox/executors/docker/host_mounts.h"
 #include "sandbox/harden/confine.h"
 #include "sandbox/harden/container_preset.h"
 #include "sandbox/harden/host_hardening.h"

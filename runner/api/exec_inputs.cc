@@ -14,7 +14,7 @@
 #include "runner/policy/env_policy.h"
 #include "runner/policy/env_strip.h"
 #include "sandbox/base/strings.h"
-#include "sandbox/executors/login_path.h"
+#include "sandbox/executors/host/login_path.h"
 #include "sandbox/harden/container_preset.h"
 #include "sandbox/harden/seccomp_profile.h"
 

@@ -21,9 +21,9 @@
 #include "runner/sessions/process_request.h"
 #include "sandbox/base/strings.h"
 #include "sandbox/docker/client.h"
-#include "sandbox/executors/docker_executor.h"
-#include "sandbox/executors/host_executor.h"
-#include "sandbox/executors/login_path.h"
+#include "sandbox/executors/docker/docker_executor.h"
+#include "sandbox/executors/host/host_executor.h"
+#include "sandbox/executors/host/login_path.h"
 #include "sandbox/harden/container_preset.h"
 #include "sandbox/harden/seccomp_profile.h"
 

@@ -14,7 +14,7 @@
 #include "runner/policy/exec_request.h"
 #include "runner/policy/gate.h"
 #include "sandbox/base/deadline.h"
-#include "sandbox/executors/host_executor.h"
+#include "sandbox/executors/host/host_executor.h"
 #include "sandbox/executors/output.h"
 #include "sandbox/executors/plan.h"
 

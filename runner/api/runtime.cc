@@ -22,8 +22,8 @@
 #include "runner/sessions/process_request.h"
 #include "sandbox/base/json.h"
 #include "sandbox/docker/client.h"
-#include "sandbox/executors/docker_executor.h"
-#include "sandbox/executors/host_executor.h"
+#include "sandbox/executors/docker/docker_executor.h"
+#include "sandbox/executors/host/host_executor.h"
 
 namespace sandrun::api {
 

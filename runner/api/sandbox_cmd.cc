@@ -10,9 +10,9 @@
 #include "runner/config/ids.h"
 #include "runner/config/state_dir.h"
 #include "sandbox/docker/client.h"
-#include "sandbox/executors/docker_executor.h"
-#include "sandbox/executors/host_mounts.h"
-#include "sandbox/executors/sandbox_registry.h"
+#include "sandbox/executors/docker/docker_executor.h"
+#include "sandbox/executors/docker/host_mounts.h"
+#include "sandbox/executors/docker/sandbox_registry.h"
 
 namespace sandrun::api {
 namespace {

@@ -6,8 +6,9 @@
 #include <set>
 #include <string>
 
+#include "runner/policy/shell_path.h"
 #include "sandbox/base/strings.h"
-#include "sandbox/executors/login_path.h"
+#include "sandbox/executors/path_search.h"
 
 namespace sandrun::policy {
 namespace {
@@ -428,7 +429,7 @@ std::string MergeGatewayPath(std::string_view login_path, std::optional<std::str
   const std::string base = base_path.has_value() && !base_path->empty()
                                ? *base_path
                                : std::string(exec::kMinimalDaemonPath);
-  return exec::MergePath(login_path, base, prepend);
+  return MergePath(login_path, base, prepend);
 }
 
 }  // namespace sandrun::policy

@@ -74,9 +74,9 @@ std::vector<std::string> DedupePathEntries(const std::vector<std::string>& entri
 std::vector<std::string> NormalizePathPrepend(const std::vector<std::string>& entries,
                                               const std::string& home);
 
-// The gateway PATH (reference §3.2, SPEC §5): exec::MergePath over the base PATH (the runner's
-// own PATH; `/usr/local/bin:/usr/bin:/bin` when unset or empty): the prepend entries first, then
-// the login shell's, then the base's, each kept once at its first position.
+// The gateway PATH (reference §3.2, SPEC §5): MergePath (shell_path.h) over the base PATH (the
+// runner's own PATH; `/usr/local/bin:/usr/bin:/bin` when unset or empty): the prepend entries
+// first, then the login shell's, then the base's, each kept once at its first position.
 std::string MergeGatewayPath(std::string_view login_path, std::optional<std::string> base_path,
                              const std::vector<std::string>& prepend);
 

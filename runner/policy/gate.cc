@@ -12,8 +12,8 @@
 #include "runner/policy/approve_guard.h"
 #include "runner/policy/env_policy.h"
 #include "runner/policy/sandbox_spec.h"
+#include "runner/policy/shell_path.h"
 #include "sandbox/base/strings.h"
-#include "sandbox/executors/login_path.h"
 
 namespace sandrun::policy {
 namespace {
@@ -278,9 +278,9 @@ bool NeedsSeccompProfile(const Decision& decision) {
 
 std::string SelectGatewayShell(const std::string& shell_env, const std::string& path,
                                const IsExecutableFn& is_executable) {
-  // exec::SelectShell with a lookup over the child's PATH through the injected probe; relative
+  // SelectShell with a lookup over the child's PATH through the injected probe; relative
   // PATH entries never name the shell.
-  exec::PathLookup lookup = [&](std::string_view name) -> std::string {
+  PathLookup lookup = [&](std::string_view name) -> std::string {
     for (const std::string& dir : SplitPathList(path)) {
       if (dir[0] != '/') continue;
       std::string candidate = dir + "/" + std::string(name);
@@ -288,7 +288,7 @@ std::string SelectGatewayShell(const std::string& shell_env, const std::string& 
     }
     return "";
   };
-  return exec::SelectShell(shell_env.c_str(), lookup);
+  return SelectShell(shell_env.c_str(), lookup);
 }
 
 Result<GatedPlan> BuildPlan(const Decision& decision, const ExecRequest& request,

@@ -86,7 +86,7 @@ Result<GatedPlan> BuildPlan(const Decision& decision, const ExecRequest& request
 // Decide + BuildPlan with ctx.settings and ctx.caller (no login PATH probe: ctx as given).
 Result<GatedPlan> Gate(const ExecRequest& request, const GateContext& ctx);
 
-// The gateway shell (reference §3.1): exec::SelectShell with lookups over `path` through
+// The gateway shell (reference §3.1): SelectShell (shell_path.h) with lookups over `path` through
 // `is_executable`: $SHELL trimmed (a bare name resolved on `path`); fish -> bash -> sh on
 // `path`, else $SHELL; no $SHELL -> sh on `path`, else /bin/sh.
 std::string SelectGatewayShell(const std::string& shell_env, const std::string& path,

@@ -334,10 +334,10 @@ Result<exec::SandboxSpec> BuildSandboxSpec(const GateContext& ctx) {
                        "\": the profile was not loaded; refusing to start a container without "
                        "a seccomp filter.");
   }
-  spec.security_opt = {"no-new-privileges:true", "seccomp=" + ctx.seccomp_profile_json};
-  if (!Trim(d.apparmor_profile).empty()) {
-    spec.security_opt.push_back("apparmor=" + Trim(d.apparmor_profile));
-  }
+  spec.seccomp_profile_name = Trim(d.seccomp_profile);
+  spec.seccomp_profile_json = ctx.seccomp_profile_json;
+  spec.no_new_privileges = true;
+  spec.apparmor_profile = Trim(d.apparmor_profile);
   for (const auto& [key, value] : d.env) {
     if (!IsPortableEnvKey(key) || value.find('\0') != std::string::npos) {
       return ConfigError("sandbox.docker.env: invalid variable \"" + key +

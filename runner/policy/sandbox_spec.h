@@ -5,7 +5,7 @@
 // Host paths (the workspace, bind sources) are checked twice: by their text, and as the objects
 // they resolve to with no symbolic link in any component (HostProbe), by identity against the
 // blocked host paths. The spec records each checked object's identity; the executor mounts only
-// that object (sandbox/executors/host_mounts.h).
+// that object (sandbox/executors/docker/host_mounts.h).
 #pragma once
 
 #include <optional>

@@ -385,10 +385,12 @@ Result<std::unique_ptr<ExecStream>> Client::AttachExec(const std::string& exec_i
   req.options = WithDefaultDeadline(options);  // bounds the handshake only
   auto raw = transport_->Hijack(req);
   if (!raw) return std::move(raw).error().Wrap("exec attach");
-  // ConsoleSize in the start body needs API 1.42; an explicit resize works on every engine.
+  // ConsoleSize in the start body needs API 1.42; an explicit resize works on every engine. The
+  // exec runs from here on: a resize that fails (a short command already ended: "cannot resize
+  // a stopped container") leaves the default size and is no reason to drop the stream, whose
+  // output and exit status are still to be read.
   if (spec.tty && spec.console_size) {
-    SANDRUN_RETURN_IF_ERROR(
-        ResizeExec(exec_id, spec.console_size->first, spec.console_size->second, options));
+    (void)ResizeExec(exec_id, spec.console_size->first, spec.console_size->second, options);
   }
   return std::make_unique<ExecStream>(std::move(raw).value(), spec.tty);
 }

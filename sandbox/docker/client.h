@@ -136,7 +136,7 @@ class Client {
   // Sends `signal` to an exec's process, its process group and all its descendants inside the
   // container, if it still runs. Needs the engine's host /proc (a local engine) to map the exec's
   // pid, and misses what left the exec's lineage (a double fork); the sandbox executor kills
-  // whole trees with KillContainerExecTree (sandbox/executors/container_kill.h).
+  // whole trees with KillContainerExecTree (sandbox/executors/docker/container_kill.h).
   Status KillExec(const std::string& exec_id, int signal, const CallOptions& options = {});
 
  private:

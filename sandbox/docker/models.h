@@ -56,7 +56,7 @@ struct HostConfig {
   bool readonly_rootfs = false;
   std::vector<std::string> cap_drop;
   std::vector<std::string> cap_add;
-  std::vector<std::string> security_opt;     // "no-new-privileges:true", "seccomp=<inline JSON>"
+  std::vector<std::string> security_opt;     // as the Engine API takes them (built by the executor)
   std::map<std::string, std::string> tmpfs;  // path -> mount options
   std::vector<std::string> binds;            // "host:container:ro"
   std::vector<BindMount> mounts;             // HostConfig.Mounts (type bind)

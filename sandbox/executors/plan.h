@@ -43,8 +43,14 @@ struct SandboxSpec {
   std::vector<std::string> tmpfs;                    // mount points
   std::map<std::string, std::string> tmpfs_options;  // mount point -> options (from the preset)
   std::string network = "none";
-  std::vector<std::string> cap_drop;
-  std::vector<std::string> security_opt;             // incl. "seccomp=<inline JSON>"
+  std::vector<std::string> cap_drop;  // capability names ("ALL")
+  // The syscall filter every process of the container runs under: the profile's name (the stem
+  // of profiles/seccomp/<name>.json, for messages) and its compact JSON as the gate loaded it.
+  // An empty JSON is never "no filter": the executor refuses to create the container.
+  std::string seccomp_profile_name;
+  std::string seccomp_profile_json;
+  bool no_new_privileges = true;  // setuid files and file capabilities grant nothing
+  std::string apparmor_profile;   // "" = the engine's default
   std::map<std::string, std::string> container_env;  // the container's own env
   // "uid:gid" (or sandbox.docker.user as configured): whom the sandbox's commands run as.
   std::string user;

@@ -1,7 +1,7 @@
 // Seccomp profiles: profiles/seccomp/<name>.json in Docker's (moby 20.10) format, plus "name",
 // "description" and a required "comment" per rule. The one loader of that format: containers
-// get the file inline ("seccomp=<compact JSON>"), host commands get it compiled with libseccomp
-// (seccomp_compiler.h).
+// get the file inline (its compact JSON, through the plan), host commands get it compiled with
+// libseccomp (seccomp_compiler.h).
 //
 // Pattern of use:
 //   SANDRUN_ASSIGN_OR_RETURN(SeccompProfile p, LoadSeccompProfile(DefaultProfilesDir(), "host"));
@@ -75,7 +75,8 @@ Result<SeccompProfile> LoadSeccompProfile(const std::string& profiles_dir, const
 Result<SeccompProfile> ParseSeccompProfile(std::string_view text, const std::string& path,
                                            const std::string& expected_name);
 
-// LoadSeccompProfile(...).compact_json: ready for HostConfig.SecurityOpt "seccomp=<json>".
+// LoadSeccompProfile(...).compact_json: what a sandbox plan carries
+// (SandboxSpec::seccomp_profile_json).
 Result<std::string> LoadSeccompProfileJson(const std::string& profiles_dir,
                                            const std::string& name);
 

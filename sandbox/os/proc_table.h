@@ -1,7 +1,7 @@
 // Reading this machine's process table from /proc, and the per-run marker that ties a process
 // to the run that started it when nothing else does (it left the run's process group, session
 // and cgroup-less lineage). Used by the process-tree sweep (process_tree.h) and by the
-// container killer (sandbox/executors/container_kill.h), which scans the container's /proc
+// container killer (sandbox/executors/docker/container_kill.h), which scans the container's /proc
 // with the same rules in sh.
 //
 // Pattern of use:

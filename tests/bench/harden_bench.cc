@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "sandbox/executors/host_executor.h"
+#include "sandbox/executors/host/host_executor.h"
 #include "sandbox/harden/child_steps.h"
 #include "sandbox/harden/host_hardening.h"
 #include "sandbox/harden/profile_file.h"

@@ -19,7 +19,7 @@
 #include <string>
 
 #include "runner/policy/sandbox_spec.h"
-#include "sandbox/executors/docker_executor.h"
+#include "sandbox/executors/docker/docker_executor.h"
 #include "sandbox/harden/container_preset.h"
 #include "sandbox/harden/profile_file.h"
 #include "sandbox/harden/seccomp_profile.h"

@@ -23,7 +23,7 @@
 #include <string>
 #include <thread>
 
-#include "sandbox/executors/docker_executor.h"
+#include "sandbox/executors/docker/docker_executor.h"
 #include "tests/support/docker_env.h"
 
 namespace sandrun::testing {
@@ -54,7 +54,8 @@ class ContainerTreeTest : public ::testing::Test {
     spec_.workdir = "/tmp";
     spec_.tmpfs = {"/tmp"};
     spec_.cap_drop = {"ALL"};
-    spec_.security_opt = {"no-new-privileges:true", "seccomp=" + DefaultSeccompJson()};
+    spec_.seccomp_profile_name = "default";
+    spec_.seccomp_profile_json = DefaultSeccompJson();
     spec_.user = "65534:65534";
     spec_.pids_limit = 256;
     spec_.state_dir = state_dir_;

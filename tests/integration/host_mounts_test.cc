@@ -15,7 +15,7 @@
 
 #include "runner/policy/sandbox_spec.h"
 #include "sandbox/base/slug.h"
-#include "sandbox/executors/docker_executor.h"
+#include "sandbox/executors/docker/docker_executor.h"
 #include "sandbox/harden/container_preset.h"
 #include "sandbox/harden/seccomp_profile.h"
 #include "tests/support/docker_env.h"

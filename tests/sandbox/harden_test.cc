@@ -22,7 +22,7 @@
 #include <thread>
 #include <vector>
 
-#include "sandbox/executors/host_executor.h"
+#include "sandbox/executors/host/host_executor.h"
 #include "sandbox/harden/caps.h"
 #include "sandbox/harden/child_steps.h"
 #include "sandbox/harden/host_hardening.h"

@@ -1,7 +1,7 @@
 // The host executor and its process plumbing against real processes: exit statuses, streams,
 // environment, working directory, PTYs, timeouts and process-group cleanup, output caps and
 // throughput; plus shell selection and the login-shell PATH probe.
-#include "sandbox/executors/host_executor.h"
+#include "sandbox/executors/host/host_executor.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -24,7 +24,7 @@
 #include <thread>
 #include <vector>
 
-#include "sandbox/executors/login_path.h"
+#include "sandbox/executors/host/login_path.h"
 #include "sandbox/os/subprocess.h"
 
 namespace sandrun::exec {
@@ -577,89 +577,8 @@ TEST(SubprocessTest, RejectsNulBytes) {
   EXPECT_EQ(proc.error().code, ErrorCode::kInvalidArgument);
 }
 
-// --- Shell selection and PATH ---
-
-struct ShellCase {
-  const char* name;
-  const char* shell_env;  // nullptr: unset
-  std::vector<std::string> on_path;
-  std::string want;
-};
-
-class SelectShellTest : public ::testing::TestWithParam<ShellCase> {};
-
-TEST_P(SelectShellTest, Selects) {
-  const ShellCase& c = GetParam();
-  PathLookup lookup = [&](std::string_view name) -> std::string {
-    for (const auto& p : c.on_path) {
-      if (std::filesystem::path(p).filename() == name) return p;
-    }
-    return "";
-  };
-  EXPECT_EQ(SelectShell(c.shell_env, lookup), c.want);
-}
-
-INSTANTIATE_TEST_SUITE_P(
-    Table, SelectShellTest,
-    ::testing::Values(
-        ShellCase{"Bash", "/bin/bash", {"/usr/bin/bash"}, "/bin/bash"},
-        ShellCase{"Zsh", "/usr/bin/zsh", {}, "/usr/bin/zsh"},
-        ShellCase{"Trimmed", "  /bin/bash\n", {}, "/bin/bash"},
-        ShellCase{
-            "FishPrefersBash", "/usr/bin/fish", {"/usr/bin/sh", "/usr/bin/bash"}, "/usr/bin/bash"},
-        ShellCase{"FishThenSh", "/usr/local/bin/fish", {"/bin/sh"}, "/bin/sh"},
-        ShellCase{"FishAlone", "/usr/bin/fish", {}, "/usr/bin/fish"},
-        ShellCase{"BareFish", "fish", {"/bin/bash"}, "/bin/bash"},
-        ShellCase{"UnsetIsSh", nullptr, {"/usr/bin/sh"}, "/usr/bin/sh"},
-        ShellCase{"EmptyIsSh", "   ", {}, "/bin/sh"},
-        ShellCase{"UnsetNoShOnPath", nullptr, {}, "/bin/sh"},
-        ShellCase{"BareNameResolved", "bash", {"/opt/bin/bash"}, "/opt/bin/bash"},
-        ShellCase{"BareNameUnresolved", "ksh", {}, "ksh"},
-        ShellCase{"FishLookalike", "/usr/bin/fishy", {"/bin/bash"}, "/usr/bin/fishy"}),
-    [](const auto& p) { return std::string(p.param.name); });
-
-TEST(SelectShellTest, RealPathLookup) {
-  std::string sh = SelectShell(nullptr, PathLookupIn("/nonexistent::/bin"));
-  EXPECT_EQ(sh, "/bin/sh");
-  EXPECT_EQ(FindExecutable("sh", "/nonexistent:/bin"), "/bin/sh");
-  EXPECT_EQ(FindExecutable("sh", ""), "");
-  EXPECT_EQ(FindExecutable("passwd", "/etc"), "") << "not executable";
-  EXPECT_EQ(FindExecutable("bin", "/"), "") << "a directory";
-  EXPECT_EQ(FindExecutable("/bin/sh", ""), "/bin/sh");
-}
-
-struct MergeCase {
-  const char* name;
-  std::string login;
-  std::string base;
-  std::vector<std::string> prepend;
-  std::string want;
-};
-
-class MergePathTest : public ::testing::TestWithParam<MergeCase> {};
-
-TEST_P(MergePathTest, Merges) {
-  const MergeCase& c = GetParam();
-  EXPECT_EQ(MergePath(c.login, c.base, c.prepend), c.want);
-}
-
-INSTANTIATE_TEST_SUITE_P(
-    Table, MergePathTest,
-    ::testing::Values(
-        MergeCase{"NothingToMerge", "", "/usr/bin:/bin", {}, "/usr/bin:/bin"},
-        MergeCase{"NothingToMergeKeepsBaseAsIs", "", "/usr/bin::/bin", {}, "/usr/bin::/bin"},
-        MergeCase{"LoginFirst", "/opt/a:/usr/bin", "/usr/bin:/bin", {}, "/opt/a:/usr/bin:/bin"},
-        MergeCase{"Dedupe", "/a:/b:/a", "/b:/c:/c", {}, "/a:/b:/c"},
-        MergeCase{"EmptyEntriesDropped", ":/a::", ":/b:", {}, "/a:/b"},
-        MergeCase{"EntriesTrimmed", " /a : /b", "/b ", {}, "/a:/b"},
-        MergeCase{"EmptyBase", "/a:/b", "", {}, "/a:/b"},
-        MergeCase{"OnlySeparatorsInLogin", "::", "/usr/bin::/bin", {}, "/usr/bin::/bin"},
-        MergeCase{"PrependFirstOfAll", "/l", "/b", {"/p1", "/p2"}, "/p1:/p2:/l:/b"},
-        MergeCase{"PrependTrimmedAndDeduped", "", "/b", {" /p ", "/p", "", "  "}, "/p:/b"},
-        MergeCase{"PrependMovesExistingEntryForward", "/x:/y", "/z", {"/y"}, "/y:/x:/z"},
-        MergeCase{"PrependWithColon", "", "/b", {"/p:/q", "/q"}, "/p:/q:/b"},
-        MergeCase{"RelativeEntriesKept", "bin", ".", {}, "bin:."}),
-    [](const auto& p) { return std::string(p.param.name); });
+// --- The login shell probe (the shell and PATH rules are in tests/unit/policy/shell_path_test.cc)
+// ---
 
 TEST(LoginShellTest, TrustedShells) {
   const std::string shells = "# comment\n/bin/sh\n  /bin/bash  \n\n/usr/bin/zsh\n";

@@ -25,7 +25,7 @@
 #include <thread>
 #include <vector>
 
-#include "sandbox/executors/host_executor.h"
+#include "sandbox/executors/host/host_executor.h"
 #include "sandbox/os/cgroup.h"
 #include "sandbox/os/proc_table.h"
 #include "tests/support/live_processes.h"

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "runner/sessions/manager.h"
-#include "sandbox/executors/host_executor.h"
+#include "sandbox/executors/host/host_executor.h"
 
 namespace sandrun::sessions {
 namespace {

@@ -52,9 +52,9 @@ TEST(ContainerSpecTest, SpecFromThePresetCarriesSpecSectionFour) {
   EXPECT_EQ(spec->network, "none");
   EXPECT_TRUE(spec->read_only_root);
   EXPECT_EQ(spec->cap_drop, std::vector<std::string>{"ALL"});
-  ASSERT_EQ(spec->security_opt.size(), 2u);
-  EXPECT_EQ(spec->security_opt[0], "no-new-privileges:true");
-  EXPECT_EQ(spec->security_opt[1], "seccomp=" + *seccomp);
+  EXPECT_TRUE(spec->no_new_privileges);
+  EXPECT_EQ(spec->seccomp_profile_name, preset->seccomp_profile);
+  EXPECT_EQ(spec->seccomp_profile_json, *seccomp);
   EXPECT_EQ(spec->tmpfs_options, preset->tmpfs);
   EXPECT_EQ(spec->pids_limit, 512);
   EXPECT_EQ(spec->memory_bytes, int64_t{1} << 30);

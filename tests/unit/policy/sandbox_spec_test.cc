@@ -392,9 +392,10 @@ TEST(Spec, Defaults) {
                                  {"/run", "rw,noexec,nosuid,nodev,size=16m,mode=1777"}}));
   EXPECT_EQ(s.network, "none");
   EXPECT_EQ(s.cap_drop, std::vector<std::string>{"ALL"});
-  EXPECT_EQ(s.security_opt,
-            (std::vector<std::string>{"no-new-privileges:true",
-                                      "seccomp={\"defaultAction\":\"SCMP_ACT_ERRNO\"}"}));
+  EXPECT_TRUE(s.no_new_privileges);
+  EXPECT_EQ(s.seccomp_profile_name, "default");
+  EXPECT_EQ(s.seccomp_profile_json, "{\"defaultAction\":\"SCMP_ACT_ERRNO\"}");
+  EXPECT_EQ(s.apparmor_profile, "");
   EXPECT_EQ(s.container_env, (std::map<std::string, std::string>{{"LANG", "C.UTF-8"}}));
   EXPECT_EQ(s.user, "65534:65534") << "a root runner's scratch dir: the sandbox runs as nobody";
   EXPECT_EQ(s.pids_limit, 512);
@@ -439,8 +440,7 @@ TEST(Spec, Overrides) {
   EXPECT_EQ(r->tmpfs_options.at("/cache"), "size=10m");
   EXPECT_EQ(r->tmpfs_options.at("/data"), "rw,noexec,nosuid,nodev,size=64m,mode=1777");
   EXPECT_EQ(r->network, "bridge");
-  ASSERT_EQ(r->security_opt.size(), 3u);
-  EXPECT_EQ(r->security_opt[2], "apparmor=docker-default");
+  EXPECT_EQ(r->apparmor_profile, "docker-default");
   EXPECT_EQ(r->user, "1000:1000");
   EXPECT_EQ(r->setup_command, "apt-get update");
   EXPECT_EQ(r->pids_limit, 0);

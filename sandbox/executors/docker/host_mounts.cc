@@ -1,4 +1,4 @@
-#include "sandbox/executors/host_mounts.h"
+#include "sandbox/executors/docker/host_mounts.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -12,7 +12,7 @@
 #include <optional>
 
 #include "sandbox/base/slug.h"
-#include "sandbox/executors/sandbox_registry.h"
+#include "sandbox/executors/docker/sandbox_registry.h"
 #include "sandbox/os/file.h"
 #include "sandbox/os/host_path.h"
 #include "sandbox/os/mounts.h"

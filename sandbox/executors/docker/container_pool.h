@@ -1,11 +1,12 @@
-// Runs plans in the scope's sandbox container through the Engine API: finds or creates the
-// container (one per scope and instance, SPEC §4), runs `/bin/sh -lc PREFIX+command` as an exec,
-// streams its output, enforces the timeout by killing the exec's process tree in the container.
-// Fails closed: when the engine, the image or the container is unavailable, nothing runs.
+// The scope's sandbox containers (SPEC §4): one per scope and instance, found by name and
+// labels, created and started with the spec's security options, mounts checked again on every
+// (re)creation, reused only with the same reach, pruned when idle or old, and removed when left
+// unhealthy (their pids limit exhausted). The exec path (docker_executor.h) asks it for a
+// running container before every exec.
 //
 // Pattern of use:
-//   DockerExecutor executor(client);
-//   SANDRUN_ASSIGN_OR_RETURN(ExecOutcome out, executor.Run(plan, live, &cancel));
+//   ContainerPool pool(client);
+//   SANDRUN_ASSIGN_OR_RETURN(EnsuredContainer c, pool.EnsureContainer(spec, &warnings));
 #pragma once
 
 #include <map>
@@ -14,11 +15,11 @@
 #include <string>
 #include <vector>
 
+#include "sandbox/base/result.h"
 #include "sandbox/docker/client.h"
-#include "sandbox/executors/container_kill.h"
-#include "sandbox/executors/executor.h"
-#include "sandbox/executors/host_mounts.h"
-#include "sandbox/executors/sandbox_registry.h"
+#include "sandbox/executors/docker/host_mounts.h"
+#include "sandbox/executors/docker/sandbox_registry.h"
+#include "sandbox/executors/plan.h"
 
 namespace sandrun::exec {
 
@@ -33,9 +34,6 @@ inline constexpr char kReachHashLabel[] = "sandrun.reachHash";
 // Which state dir owns the container (operators, and the test suite's leak check).
 inline constexpr char kStateDirLabel[] = "sandrun.stateDir";
 inline constexpr char kCreatedAtLabel[] = "sandrun.createdAtMs";
-// The script prefix that puts SANDRUN_PREPEND_PATH first after the login profile reset PATH.
-inline constexpr char kPathPrefix[] =
-    "export PATH=\"${SANDRUN_PREPEND_PATH}:$PATH\"; unset SANDRUN_PREPEND_PATH; ";
 
 // Container name for a scope: <prefix><instance8>-<slug>, at most 63 characters. The slug is
 // for reading only: a container found by name is the scope's only if its labels carry the same
@@ -54,6 +52,9 @@ std::string ReachHash(const SandboxSpec& spec);
 std::string ConfigHash(const SandboxSpec& spec);
 // The Engine API create request for the spec (labels included). `mounts` are the prepared
 // host-backed mounts (host_mounts.h); none: the spec's own paths (for hashing).
+// HostConfig.SecurityOpt for the spec: "no-new-privileges:true", the seccomp profile inline
+// ("seccomp=<compact JSON>") and the AppArmor profile when one is named.
+std::vector<std::string> SecurityOptions(const SandboxSpec& spec);
 docker::ContainerSpec BuildContainerSpec(const SandboxSpec& spec, int64_t created_at_ms,
                                          std::vector<docker::BindMount> mounts = {});
 
@@ -63,20 +64,18 @@ struct EnsuredContainer {
   bool created = false;
 };
 
-class DockerExecutor final : public Executor, public std::enable_shared_from_this<DockerExecutor> {
- public:
-  explicit DockerExecutor(std::shared_ptr<docker::Client> client);
+// `e` wrapped as "sandbox unavailable (<what>), nothing was run", its code kept.
+Error SandboxUnavailable(Error e, const std::string& what);
 
-  Result<ExecOutcome> Run(const Plan& plan, const LiveSink& live,
-                          const CancelToken* cancel) override;
-  // In the background over a hijacked stream (stdin open, TTY when plan.pty). The process keeps
-  // the executor alive when it is owned by a shared_ptr; otherwise it must outlive the process.
-  Result<std::unique_ptr<RunningProcess>> Start(const Plan& plan, LiveSink sink) override;
+class ContainerPool {
+ public:
+  explicit ContainerPool(std::shared_ptr<docker::Client> client);
 
   // Finds the scope's container, (re)creating and starting it as needed. A container is reused
   // only if it carries this instance id, the scope key and ReachHash in full and is running; a
   // stopped one is removed and created again, its mounts checked again, with a warning.
-  // Warnings (e.g. a config change on a hot container) are appended to `warnings`.
+  // Warnings (e.g. a config change on a hot container) are appended to `warnings`. A spec
+  // without a seccomp profile's JSON is refused: no container runs without the filter.
   Result<EnsuredContainer> EnsureContainer(const SandboxSpec& spec,
                                            std::vector<std::string>* warnings);
 
@@ -91,26 +90,12 @@ class DockerExecutor final : public Executor, public std::enable_shared_from_thi
   Status ReleaseIdleScratch(const std::string& instance_id, const std::string& state_dir);
   // Prune at most every 5 minutes (tracked in the registry); errors are ignored.
   void MaybePrune(const SandboxSpec& spec);
-
-  struct CreatedExec {
-    EnsuredContainer container;
-    std::string exec_id;
-    ExecTree tree;  // what finds the exec's processes in the container (container_kill.h)
-  };
-  // The outcome of an exec whose stream ended (or failed with `streamed`): kills the tree on a
-  // timeout or cancellation, reads the exit code, fills the output fields.
-  ExecOutcome Finish(const Plan& plan, const CreatedExec& exec, Status streamed,
-                     OutputCollector& collector, const CancelToken* cancel,
-                     Deadline::Clock::time_point started_at);
+  // Health after a long or killed run: removes the container (with a warning) when processes
+  // left behind hold three quarters of its pids limit or more, so the next call gets a fresh one.
+  void RemoveIfExhausted(const std::string& container, std::vector<std::string>* warnings);
 
  private:
-  static docker::ExecSpec ExecSpecFor(const Plan& plan, bool attach_stdin);
-  // Ensures the container and creates the exec, recreating a wedged container once.
-  Result<CreatedExec> CreateExecFor(const Plan& plan, const docker::ExecSpec& spec,
-                                    std::vector<std::string>* warnings);
   Result<EnsuredContainer> CreateAndStart(const SandboxSpec& spec, const std::string& name);
-  Status KillExecTree(const ExecTree& tree, int signal, int64_t grace_ms);
-
   // Ensures the container under one candidate name; `taken` is set (and nothing done) when the
   // name belongs to another scope.
   Result<EnsuredContainer> EnsureNamed(const SandboxSpec& spec, const std::string& name,

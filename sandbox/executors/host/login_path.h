@@ -1,45 +1,26 @@
-// The shell a gateway exec runs and the PATH it runs with (OpenClaw's getShellConfig and
-// shell-env; reference §3.1-3.2). Pure functions plus one probe; the gate calls them and puts
-// the results in the Plan.
+// The login shell's PATH on the host (OpenClaw's shell-env; reference §3.2): the probe the front
+// end runs before the gate, with its per-process and on-disk caches. What the gate does with the
+// result (policy::MergePath, policy::SelectShell) is in runner/policy/shell_path.h.
 //
-// Pattern of use (the gate):
-//   std::string shell = SelectShell(std::getenv("SHELL"), PathLookupIn(runner_path));
+// Pattern of use (the front end):
 //   Result<std::string> login = CachedLoginPath(shell_env, kDefaultLoginProbeTimeout, env);
-//   env["PATH"] = MergePath(login.value_or(""), runner_path_or_minimal, config.path_prepend);
+//   ctx.login_path = login.value_or("");
 #pragma once
 
 #include <chrono>
-#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "sandbox/base/result.h"
+#include "sandbox/executors/path_search.h"
 
 namespace sandrun::exec {
 
-// The PATH of a daemon started without one (Linux).
-inline constexpr std::string_view kMinimalDaemonPath = "/usr/local/bin:/usr/bin:/bin";
 inline constexpr std::chrono::milliseconds kDefaultLoginProbeTimeout{15000};
 // The probe's output limit (OpenClaw's execFileSync maxBuffer).
 inline constexpr size_t kLoginProbeMaxOutput = 2u << 20;
-
-// Resolves a bare program name ("bash") to an executable path; "" when there is none.
-using PathLookup = std::function<std::string(std::string_view name)>;
-
-// The first "<dir>/<name>" over the ':'-separated `path_value` that is an executable regular
-// file; "" if none. Empty entries are skipped (they would mean the current directory).
-std::string FindExecutable(std::string_view name, std::string_view path_value);
-
-// A lookup over a fixed PATH value (FindExecutable).
-PathLookup PathLookupIn(std::string path_value);
-
-// The gateway shell from $SHELL (`shell_env`, may be null), as OpenClaw's getShellConfig: $SHELL
-// trimmed; if its basename is "fish", the first `bash` from `lookup`, else the first `sh`, else
-// $SHELL itself; with no $SHELL, `sh` from `lookup`, else "/bin/sh". A bare name in $SHELL is
-// resolved through `lookup` when it can be (the executor runs the path with execve).
-std::string SelectShell(const char* shell_env, const PathLookup& lookup);
 
 // Whether `shell` may be run as a login shell for the PATH probe: absolute, already normalised
 // (no "//", "." or ".." parts) and listed in `etc_shells` (the text of /etc/shells).
@@ -72,13 +53,5 @@ Result<std::string> DiskCachedLoginPath(const std::string& cache_file, const std
                                         std::chrono::milliseconds timeout,
                                         const std::map<std::string, std::string>& env,
                                         std::chrono::seconds max_age = std::chrono::hours(1));
-
-// The gateway PATH: `prepend_entries` first (each trimmed; empty ones dropped), then the login
-// shell's entries, then `base_path`'s, each entry kept once at its first position (OpenClaw's
-// applyShellPath then applyPathPrepend, reference §1.2 step 11-12). Entries are trimmed and empty
-// entries dropped whenever something is merged; with nothing to merge (empty login PATH and no
-// prepend entries) `base_path` is returned unchanged.
-std::string MergePath(std::string_view login_path, std::string_view base_path,
-                      const std::vector<std::string>& prepend_entries);
 
 }  // namespace sandrun::exec

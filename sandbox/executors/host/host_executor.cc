@@ -1,4 +1,4 @@
-#include "sandbox/executors/host_executor.h"
+#include "sandbox/executors/host/host_executor.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "sandbox/executors/login_path.h"
+#include "sandbox/executors/host/login_path.h"
 #include "sandbox/harden/host_hardening.h"
 #include "sandbox/harden/profile_file.h"
 #include "sandbox/os/pty.h"

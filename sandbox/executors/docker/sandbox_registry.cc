@@ -1,4 +1,4 @@
-#include "sandbox/executors/sandbox_registry.h"
+#include "sandbox/executors/docker/sandbox_registry.h"
 
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>

@@ -1,4 +1,4 @@
-#include "sandbox/executors/container_kill.h"
+#include "sandbox/executors/docker/container_kill.h"
 
 #include <signal.h>
 

@@ -1,4 +1,4 @@
-#include "sandbox/executors/docker_executor.h"
+#include "sandbox/executors/docker/container_pool.h"
 
 #include <chrono>
 #include <condition_variable>
@@ -22,11 +22,6 @@ constexpr int64_t kPruneEveryMs = 5 * 60 * 1000;  // automatic prune at most thi
 constexpr size_t kMaxNameLength = 63;
 constexpr int64_t kLastUsedResolutionMs = 60 * 1000;
 
-Error SandboxUnavailable(Error e, const std::string& what) {
-  // Keep the engine's typed code (unreachable, not found, ...) but say what failed to happen.
-  return std::move(e).Wrap("sandbox unavailable (" + what + "), nothing was run");
-}
-
 int64_t ParseInt(const std::string& s) {
   try {
     return std::stoll(s);
@@ -36,6 +31,11 @@ int64_t ParseInt(const std::string& s) {
 }
 
 }  // namespace
+
+Error SandboxUnavailable(Error e, const std::string& what) {
+  // Keep the engine's typed code (unreachable, not found, ...) but say what failed to happen.
+  return std::move(e).Wrap("sandbox unavailable (" + what + "), nothing was run");
+}
 
 std::string ContainerName(const SandboxSpec& spec) {
   std::string name =
@@ -74,6 +74,16 @@ std::string Identity(const PathIdentity& id) {
 
 }  // namespace
 
+std::vector<std::string> SecurityOptions(const SandboxSpec& spec) {
+  std::vector<std::string> options;
+  if (spec.no_new_privileges) options.push_back("no-new-privileges:true");
+  if (!spec.seccomp_profile_json.empty()) {
+    options.push_back("seccomp=" + spec.seccomp_profile_json);
+  }
+  if (!spec.apparmor_profile.empty()) options.push_back("apparmor=" + spec.apparmor_profile);
+  return options;
+}
+
 docker::ContainerSpec BuildContainerSpec(const SandboxSpec& spec, int64_t created_at_ms,
                                          std::vector<docker::BindMount> mounts) {
   docker::ContainerSpec c;
@@ -92,7 +102,7 @@ docker::ContainerSpec BuildContainerSpec(const SandboxSpec& spec, int64_t create
   h.network_mode = spec.network;
   h.readonly_rootfs = spec.read_only_root;
   h.cap_drop = spec.cap_drop;
-  h.security_opt = spec.security_opt;
+  h.security_opt = SecurityOptions(spec);
   for (const auto& mount : spec.tmpfs) {
     auto it = spec.tmpfs_options.find(mount);
     h.tmpfs[mount] = it != spec.tmpfs_options.end() ? it->second : "rw,nosuid,nodev";
@@ -116,7 +126,7 @@ std::string ReachHash(const SandboxSpec& spec) {
                      "\nworkspaceReadOnly=" + (spec.workspace_read_only ? "1" : "0") +
                      "\nscratch=" + (spec.scratch ? "1" : "0");
   for (const std::string& cap : spec.cap_drop) text += "\ncapDrop=" + cap;
-  for (const std::string& opt : spec.security_opt) text += "\nsecurityOpt=" + opt;
+  for (const std::string& opt : SecurityOptions(spec)) text += "\nsecurityOpt=" + opt;
   for (const auto& [mount, options] : spec.tmpfs_options)
     text += "\ntmpfs=" + mount + ":" + options;
   for (const HostMountSpec& b : spec.binds) {
@@ -132,13 +142,19 @@ std::string ConfigHash(const SandboxSpec& spec) {
   return Sha256Hex("sandrun-sandbox-v2\n" + canonical + "\n" + spec.setup_command).substr(0, 32);
 }
 
-DockerExecutor::DockerExecutor(std::shared_ptr<docker::Client> client)
+ContainerPool::ContainerPool(std::shared_ptr<docker::Client> client)
     : client_(std::move(client)),
       mount_support_(
           DetectMountSupport(client_->endpoint().kind == docker::Endpoint::Kind::kUnix)) {}
 
-Result<EnsuredContainer> DockerExecutor::CreateAndStart(const SandboxSpec& spec,
-                                                        const std::string& name) {
+Result<EnsuredContainer> ContainerPool::CreateAndStart(const SandboxSpec& spec,
+                                                       const std::string& name) {
+  if (spec.seccomp_profile_json.empty()) {
+    // Fail closed: a plan without the filter's JSON is a bug upstream, never "no filter".
+    return Error(ErrorCode::kInvalidArgument,
+                 "sandbox unavailable: no seccomp profile for container " + name + " (profile \"" +
+                     spec.seccomp_profile_name + "\"), nothing was run");
+  }
   int64_t now = NowMs();
   const std::string hash = ConfigHash(spec);
   const std::string reach = ReachHash(spec);
@@ -208,8 +224,8 @@ Result<EnsuredContainer> DockerExecutor::CreateAndStart(const SandboxSpec& spec,
   return EnsuredContainer{name, id, true};
 }
 
-Result<EnsuredContainer> DockerExecutor::EnsureContainer(const SandboxSpec& spec,
-                                                         std::vector<std::string>* warnings) {
+Result<EnsuredContainer> ContainerPool::EnsureContainer(const SandboxSpec& spec,
+                                                        std::vector<std::string>* warnings) {
   for (const std::string& name : {ContainerName(spec), CollisionFreeContainerName(spec)}) {
     bool taken = false;
     auto ensured = EnsureNamed(spec, name, warnings, &taken);
@@ -220,10 +236,10 @@ Result<EnsuredContainer> DockerExecutor::EnsureContainer(const SandboxSpec& spec
                                          " belong to other scopes, nothing was run");
 }
 
-Result<EnsuredContainer> DockerExecutor::EnsureNamed(const SandboxSpec& spec,
-                                                     const std::string& name,
-                                                     std::vector<std::string>* warnings,
-                                                     bool* taken) {
+Result<EnsuredContainer> ContainerPool::EnsureNamed(const SandboxSpec& spec,
+                                                    const std::string& name,
+                                                    std::vector<std::string>* warnings,
+                                                    bool* taken) {
   // Concurrent calls for one scope (a server with parallel execs) must not race to create,
   // recreate or start the same container: one at a time per name in this process.
   std::shared_ptr<std::mutex> name_mu;
@@ -315,266 +331,36 @@ Result<EnsuredContainer> DockerExecutor::EnsureNamed(const SandboxSpec& spec,
   return EnsuredContainer{name, info->id, false};
 }
 
-Status DockerExecutor::KillExecTree(const ExecTree& tree, int signal, int64_t grace_ms) {
-  return KillContainerExecTree(*client_, tree, signal, grace_ms);
-}
-
-docker::ExecSpec DockerExecutor::ExecSpecFor(const Plan& plan, bool attach_stdin) {
-  docker::ExecSpec spec;
-  spec.cmd = {
-      // "--": a command that starts with '-' is the command, not a shell option.
-      "/bin/sh", "-lc", "--",
-      (plan.prepend_path.empty() ? std::string() : std::string(kPathPrefix)) + plan.command};
-  for (const auto& [k, v] : plan.env) spec.env.push_back(k + "=" + v);
-  if (!plan.prepend_path.empty()) spec.env.push_back("SANDRUN_PREPEND_PATH=" + plan.prepend_path);
-  spec.working_dir = plan.cwd;
-  spec.tty = plan.pty;
-  spec.attach_stdin = attach_stdin || plan.pty;
-  if (plan.pty) {
-    spec.console_size = std::make_pair(plan.pty_rows, plan.pty_cols);
-    spec.env.push_back("TERM=" + plan.term);
-  }
-  return spec;
-}
-
-Result<DockerExecutor::CreatedExec> DockerExecutor::CreateExecFor(
-    const Plan& plan, const docker::ExecSpec& spec, std::vector<std::string>* warnings) {
-  SANDRUN_ASSIGN_OR_RETURN(EnsuredContainer container, EnsureContainer(plan.sandbox, warnings));
-  docker::ExecSpec marked = spec;
-  SANDRUN_ASSIGN_OR_RETURN(ExecTree tree, MarkExec(marked));
-  auto exec_id = client_->CreateExec(container.id, marked);
-  if (!exec_id && exec_id.error().code != ErrorCode::kDockerUnreachable) {
-    // The container is there but cannot run anything (stopped, paused, pids exhausted, hung):
-    // kill it and try once more in a fresh one.
-    warnings->push_back("Sandbox container " + container.name + " was wedged (" +
-                        exec_id.error().ToString() + "); recreated it.");
-    (void)client_->RemoveContainer(container.id, true);
-    SANDRUN_ASSIGN_OR_RETURN(container, EnsureContainer(plan.sandbox, warnings));
-    exec_id = client_->CreateExec(container.id, marked);
-  }
-  if (!exec_id) return SandboxUnavailable(std::move(exec_id).error(), "creating the exec");
-  tree.container = container.id;
-  tree.exec_id = *exec_id;
-  return CreatedExec{std::move(container), *exec_id, std::move(tree)};
-}
-
-ExecOutcome DockerExecutor::Finish(const Plan& plan, const CreatedExec& exec, Status streamed,
-                                   OutputCollector& collector, const CancelToken* cancel,
-                                   Deadline::Clock::time_point started_at) {
-  const std::string& exec_id = exec.exec_id;
-  const std::string& container = exec.container.name;
-  ExecOutcome outcome;
-  outcome.cwd = plan.cwd;
-  outcome.where = "container " + container;
-  if (!streamed) {
-    ErrorCode code = streamed.error().code;
-    if (auto killed = KillExecTree(exec.tree, SIGTERM, plan.kill_grace_ms); !killed) {
-      outcome.warnings.push_back(killed.error().ToString());
-    }
-    if (code == ErrorCode::kTimeout && plan.timeout_ms > 0) {
-      outcome.status = ExecOutcome::Status::kTimedOut;
-    } else {
-      outcome.status = ExecOutcome::Status::kAborted;
-      if (code != ErrorCode::kCancelled) outcome.warnings.push_back(streamed.error().ToString());
-    }
-  } else {
-    auto exit = client_->WaitExecExit(exec_id, {Deadline::After(std::chrono::seconds(10)), cancel});
-    if (exit) {
-      outcome.status = ExecOutcome::Status::kExited;
-      outcome.exit_code = static_cast<int>(*exit);
-    } else {
-      outcome.status = ExecOutcome::Status::kAborted;
-    }
-  }
-  outcome.aggregated = collector.Text();
-  outcome.total_bytes = collector.total_bytes();
-  outcome.truncated = collector.truncated();
-  outcome.duration_ms =
-      std::chrono::duration_cast<std::chrono::milliseconds>(Deadline::Clock::now() - started_at)
-          .count();
+void ContainerPool::RemoveIfExhausted(const std::string& container,
+                                      std::vector<std::string>* warnings) {
   // A long or killed run may have left orphans behind (a fork bomb's children are reparented to
   // the container's init, out of reach of the tree kill): if they hold the pids limit, the
   // container can run nothing more. Remove it; the next call gets a fresh one.
   // The orphans' count swings while they keep trying to fork, so a suspicious count is sampled
   // again and three quarters of the limit counts as exhausted.
-  if (outcome.status != ExecOutcome::Status::kExited || outcome.duration_ms >= 1000) {
-    int64_t peak = 0, limit = 0;
-    for (int sample = 0; sample < 4; ++sample) {
-      if (sample > 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      auto pids =
-          client_->ContainerPids(container, {Deadline::After(std::chrono::seconds(5)), nullptr});
-      if (!pids || pids->limit <= 0) break;
-      limit = pids->limit;
-      peak = std::max<int64_t>(peak, pids->current);
-      // Done: clearly exhausted, or clearly healthy (a quarter or less is never resampled).
-      if (peak * 4 >= limit * 3 || peak * 4 <= limit) break;
-    }
-    if (limit > 0 && peak * 4 >= limit * 3) {
-      outcome.warnings.push_back("Sandbox container " + container + " has " + std::to_string(peak) +
-                                 " of " + std::to_string(limit) +
-                                 " processes left after the command; removed it (the next call "
-                                 "gets a fresh one).");
-      (void)client_->RemoveContainer(container, true);
-    }
+  int64_t peak = 0, limit = 0;
+  for (int sample = 0; sample < 4; ++sample) {
+    if (sample > 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    auto pids =
+        client_->ContainerPids(container, {Deadline::After(std::chrono::seconds(5)), nullptr});
+    if (!pids || pids->limit <= 0) break;
+    limit = pids->limit;
+    peak = std::max<int64_t>(peak, pids->current);
+    // Done: clearly exhausted, or clearly healthy (a quarter or less is never resampled).
+    if (peak * 4 >= limit * 3 || peak * 4 <= limit) break;
   }
-  MaybePrune(plan.sandbox);
-  return outcome;
+  if (limit > 0 && peak * 4 >= limit * 3) {
+    warnings->push_back("Sandbox container " + container + " has " + std::to_string(peak) + " of " +
+                        std::to_string(limit) +
+                        " processes left after the command; removed it (the next call gets a "
+                        "fresh one).");
+    (void)client_->RemoveContainer(container, true);
+  }
 }
 
-namespace {
-
-CallOptions StreamOptions(const Plan& plan, const CancelToken* cancel) {
-  CallOptions opts;
-  opts.cancel = cancel;
-  if (plan.timeout_ms > 0) {
-    opts.deadline = Deadline::After(std::chrono::milliseconds(plan.timeout_ms));
-  }
-  return opts;
-}
-
-docker::OutputSink CollectorSink(OutputCollector& collector) {
-  return [&collector](docker::StreamKind kind, std::string_view bytes) {
-    collector.Append(kind == docker::StreamKind::kStderr ? Stream::kStderr : Stream::kStdout,
-                     bytes);
-  };
-}
-
-}  // namespace
-
-Result<ExecOutcome> DockerExecutor::Run(const Plan& plan, const LiveSink& live,
-                                        const CancelToken* cancel) {
-  auto started_at = Deadline::Clock::now();
-  std::vector<std::string> warnings;
-  docker::ExecSpec spec = ExecSpecFor(plan, /*attach_stdin=*/false);
-  SANDRUN_ASSIGN_OR_RETURN(CreatedExec created, CreateExecFor(plan, spec, &warnings));
-
-  OutputCollector collector(plan.max_output_chars, live);
-  docker::OutputSink sink = CollectorSink(collector);
-  CallOptions opts = StreamOptions(plan, cancel);
-  Status streamed = Ok();
-  if (plan.pty) {
-    auto stream = client_->AttachExec(created.exec_id, spec, opts);
-    streamed = stream ? (*stream)->PumpToEnd(sink, opts) : Status(std::move(stream).error());
-  } else {
-    streamed = client_->StartExec(created.exec_id, false, sink, opts);
-  }
-  if (!streamed && streamed.error().code != ErrorCode::kTimeout &&
-      streamed.error().code != ErrorCode::kCancelled) {
-    (void)KillExecTree(created.tree, SIGTERM, plan.kill_grace_ms);
-    return std::move(streamed).error().Wrap("running in " + created.container.name);
-  }
-  ExecOutcome outcome = Finish(plan, created, std::move(streamed), collector, cancel, started_at);
-  outcome.warnings.insert(outcome.warnings.begin(), warnings.begin(), warnings.end());
-  return outcome;
-}
-
-// A sandbox command running in the background over a hijacked exec stream: a pump thread
-// delivers output while the owner writes stdin, resizes the TTY or kills the exec's tree.
-class DockerRunningProcess final : public RunningProcess {
- public:
-  DockerRunningProcess(std::shared_ptr<DockerExecutor> keep_alive, DockerExecutor* executor,
-                       std::shared_ptr<docker::Client> client, Plan plan,
-                       DockerExecutor::CreatedExec created,
-                       std::unique_ptr<docker::ExecStream> stream, LiveSink sink,
-                       std::vector<std::string> warnings, int64_t pid)
-      : keep_alive_(std::move(keep_alive)),
-        executor_(executor),
-        client_(std::move(client)),
-        plan_(std::move(plan)),
-        created_(std::move(created)),
-        stream_(std::move(stream)),
-        collector_(plan_.max_output_chars, std::move(sink)),
-        warnings_(std::move(warnings)),
-        pid_(pid) {
-    started_at_ = Deadline::Clock::now();
-    thread_ = std::thread([this] {
-      CallOptions opts = StreamOptions(plan_, &cancel_);
-      Status streamed = stream_->PumpToEnd(CollectorSink(collector_), opts);
-      ExecOutcome outcome =
-          executor_->Finish(plan_, created_, std::move(streamed), collector_, nullptr, started_at_);
-      outcome.warnings.insert(outcome.warnings.begin(), warnings_.begin(), warnings_.end());
-      std::lock_guard<std::mutex> lock(mu_);
-      outcome_ = std::move(outcome);
-      finished_ = true;
-      done_.notify_all();
-    });
-  }
-
-  ~DockerRunningProcess() override {
-    if (!finished()) {
-      (void)Kill(SIGKILL);
-      cancel_.Cancel();
-    }
-    if (thread_.joinable()) thread_.join();
-  }
-
-  ProcessKind kind() const override { return ProcessKind::kContainer; }
-  int64_t pid() const override { return pid_; }
-  Status WriteStdin(std::string_view data) override {
-    std::lock_guard<std::mutex> lock(write_mu_);
-    return stream_->WriteStdin(data, {Deadline::After(std::chrono::seconds(10)), nullptr});
-  }
-  Status CloseStdin() override {
-    std::lock_guard<std::mutex> lock(write_mu_);
-    if (plan_.pty) {
-      return stream_->WriteStdin("\x04", {Deadline::After(std::chrono::seconds(10)), nullptr});
-    }
-    return stream_->CloseStdin();
-  }
-  Status Resize(unsigned rows, unsigned cols) override {
-    if (!plan_.pty) return Error(ErrorCode::kInvalidArgument, "not a terminal");
-    return client_->ResizeExec(created_.exec_id, rows, cols);
-  }
-  Status Kill(int signal) override {
-    if (finished()) return Ok();
-    return KillContainerExecTree(*client_, created_.tree, signal, 0);
-  }
-  bool finished() const override {
-    std::lock_guard<std::mutex> lock(mu_);
-    return finished_;
-  }
-  ExecOutcome Wait() override {
-    std::unique_lock<std::mutex> lock(mu_);
-    done_.wait(lock, [this] { return finished_; });
-    return outcome_;
-  }
-
- private:
-  std::shared_ptr<DockerExecutor> keep_alive_;  // null when the executor is not shared-owned
-  DockerExecutor* executor_;
-  std::shared_ptr<docker::Client> client_;
-  Plan plan_;
-  DockerExecutor::CreatedExec created_;
-  std::unique_ptr<docker::ExecStream> stream_;
-  OutputCollector collector_;
-  std::vector<std::string> warnings_;
-  int64_t pid_;
-  Deadline::Clock::time_point started_at_;
-  CancelToken cancel_;
-  std::mutex write_mu_;
-  mutable std::mutex mu_;
-  std::condition_variable done_;
-  bool finished_ = false;
-  ExecOutcome outcome_;
-  std::thread thread_;  // last: started after everything it uses exists
-};
-
-Result<std::unique_ptr<RunningProcess>> DockerExecutor::Start(const Plan& plan, LiveSink sink) {
-  std::vector<std::string> warnings;
-  docker::ExecSpec spec = ExecSpecFor(plan, /*attach_stdin=*/true);
-  SANDRUN_ASSIGN_OR_RETURN(CreatedExec created, CreateExecFor(plan, spec, &warnings));
-  auto stream = client_->AttachExec(created.exec_id, spec);
-  if (!stream) return SandboxUnavailable(std::move(stream).error(), "starting the exec");
-  int64_t pid = 0;
-  if (auto info = client_->InspectExec(created.exec_id); info) pid = info->pid;
-  return std::unique_ptr<RunningProcess>(std::make_unique<DockerRunningProcess>(
-      weak_from_this().lock(), this, client_, plan, std::move(created), std::move(stream).value(),
-      std::move(sink), std::move(warnings), pid));
-}
-
-Result<std::vector<std::string>> DockerExecutor::Prune(const std::string& instance_id,
-                                                       const std::string& state_dir,
-                                                       double idle_hours, double max_age_days) {
+Result<std::vector<std::string>> ContainerPool::Prune(const std::string& instance_id,
+                                                      const std::string& state_dir,
+                                                      double idle_hours, double max_age_days) {
   SANDRUN_ASSIGN_OR_RETURN(
       auto containers, client_->ListContainers({std::string(kInstanceLabel) + "=" + instance_id},
                                                /*all=*/true));
@@ -603,8 +389,8 @@ Result<std::vector<std::string>> DockerExecutor::Prune(const std::string& instan
   return removed;
 }
 
-Status DockerExecutor::ReleaseIdleScratch(const std::string& instance_id,
-                                          const std::string& state_dir) {
+Status ContainerPool::ReleaseIdleScratch(const std::string& instance_id,
+                                         const std::string& state_dir) {
   SANDRUN_ASSIGN_OR_RETURN(
       auto containers, client_->ListContainers({std::string(kInstanceLabel) + "=" + instance_id},
                                                /*all=*/true));
@@ -622,7 +408,7 @@ Status DockerExecutor::ReleaseIdleScratch(const std::string& instance_id,
   return result;
 }
 
-void DockerExecutor::MaybePrune(const SandboxSpec& spec) {
+void ContainerPool::MaybePrune(const SandboxSpec& spec) {
   if (spec.prune_idle_hours <= 0 && spec.prune_max_age_days <= 0) return;
   SandboxRegistry registry(spec.state_dir);
   auto state = registry.Load();

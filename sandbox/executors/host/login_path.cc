@@ -1,4 +1,4 @@
-#include "sandbox/executors/login_path.h"
+#include "sandbox/executors/host/login_path.h"
 
 #include <pwd.h>
 #include <rapidjson/stringbuffer.h>
@@ -11,57 +11,16 @@
 #include <filesystem>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <utility>
 
 #include "sandbox/base/json.h"
 #include "sandbox/base/sha256.h"
-#include "sandbox/executors/host_executor.h"
+#include "sandbox/base/strings.h"
+#include "sandbox/executors/host/host_executor.h"
 #include "sandbox/os/file.h"
 
 namespace sandrun::exec {
 namespace {
-
-constexpr std::string_view kWhitespace = " \t\n\r\f\v";
-
-std::string_view Trim(std::string_view s) {
-  size_t begin = s.find_first_not_of(kWhitespace);
-  if (begin == std::string_view::npos) return {};
-  size_t end = s.find_last_not_of(kWhitespace);
-  return s.substr(begin, end - begin + 1);
-}
-
-bool IsExecutableFile(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
-}
-
-// The ':'-separated entries, trimmed, empty ones dropped.
-std::vector<std::string_view> PathEntries(std::string_view path) {
-  std::vector<std::string_view> entries;
-  while (true) {
-    size_t colon = path.find(':');
-    std::string_view entry = Trim(path.substr(0, colon));
-    if (!entry.empty()) entries.push_back(entry);
-    if (colon == std::string_view::npos) break;
-    path.remove_prefix(colon + 1);
-  }
-  return entries;
-}
-
-// OpenClaw's mergePathPrepend: `first`, then `existing`'s entries, each kept once.
-std::string MergeEntries(const std::vector<std::string_view>& first, std::string_view existing) {
-  std::set<std::string_view> seen;
-  std::string merged;
-  auto add = [&](std::string_view entry) {
-    if (!seen.insert(entry).second) return;
-    if (!merged.empty()) merged += ':';
-    merged += entry;
-  };
-  for (std::string_view entry : first) add(entry);
-  for (std::string_view entry : PathEntries(existing)) add(entry);
-  return merged;
-}
 
 // os.homedir(): $HOME, else the password database.
 std::string HomeDirectory() {
@@ -96,47 +55,6 @@ std::optional<std::string> FindPath(std::string_view records) {
 
 }  // namespace
 
-std::string FindExecutable(std::string_view name, std::string_view path_value) {
-  if (name.empty()) return {};
-  if (name.find('/') != std::string_view::npos) {
-    std::string path(name);
-    return IsExecutableFile(path) ? path : std::string();
-  }
-  for (std::string_view dir : PathEntries(path_value)) {
-    std::string candidate(dir);
-    if (candidate.back() != '/') candidate += '/';
-    candidate += name;
-    if (IsExecutableFile(candidate)) return candidate;
-  }
-  return {};
-}
-
-PathLookup PathLookupIn(std::string path_value) {
-  return
-      [path = std::move(path_value)](std::string_view name) { return FindExecutable(name, path); };
-}
-
-std::string SelectShell(const char* shell_env, const PathLookup& lookup) {
-  std::string_view shell = Trim(shell_env == nullptr ? std::string_view() : shell_env);
-  auto find = [&](std::string_view name) { return lookup ? lookup(name) : std::string(); };
-  if (shell.empty()) {
-    std::string sh = find("sh");
-    return sh.empty() ? "/bin/sh" : sh;
-  }
-  size_t slash = shell.rfind('/');
-  std::string_view base = slash == std::string_view::npos ? shell : shell.substr(slash + 1);
-  if (base == "fish") {
-    // fish is not a POSIX shell: `-c` scripts written for sh would misbehave.
-    if (std::string bash = find("bash"); !bash.empty()) return bash;
-    if (std::string sh = find("sh"); !sh.empty()) return sh;
-    return std::string(shell);
-  }
-  if (slash == std::string_view::npos) {
-    if (std::string resolved = find(shell); !resolved.empty()) return resolved;
-  }
-  return std::string(shell);
-}
-
 bool IsTrustedLoginShell(std::string_view shell, std::string_view etc_shells) {
   if (shell.empty() || shell.front() != '/') return false;
   // Normalised, as node's path.normalize(shell) === shell: no empty, "." or ".." components.
@@ -149,7 +67,7 @@ bool IsTrustedLoginShell(std::string_view shell, std::string_view etc_shells) {
   }
   while (!etc_shells.empty()) {
     size_t nl = etc_shells.find('\n');
-    std::string_view line = Trim(etc_shells.substr(0, nl));
+    const std::string line = Trim(etc_shells.substr(0, nl));
     etc_shells = nl == std::string_view::npos ? std::string_view() : etc_shells.substr(nl + 1);
     if (!line.empty() && line.front() != '#' && line == shell) return true;
   }
@@ -321,20 +239,6 @@ Result<std::string> DiskCachedLoginPath(const std::string& cache_file, const std
                           /*durable=*/false);
   }
   return probed;
-}
-
-std::string MergePath(std::string_view login_path, std::string_view base_path,
-                      const std::vector<std::string>& prepend_entries) {
-  std::string path(base_path);
-  std::vector<std::string_view> login = PathEntries(login_path);
-  if (!login.empty()) path = MergeEntries(login, path);
-  std::vector<std::string_view> prepend;
-  for (const auto& entry : prepend_entries) {
-    // "a:b" would be two directories once joined anyway; split it so each is deduplicated.
-    for (std::string_view part : PathEntries(entry)) prepend.push_back(part);
-  }
-  if (!prepend.empty()) path = MergeEntries(prepend, path);
-  return path;
 }
 
 }  // namespace sandrun::exec
