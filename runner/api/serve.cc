@@ -151,26 +151,25 @@ int RunServeCommand(const GlobalOptions& global, const ServeOptions& options) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
+  // Declared before the session manager: sessions re-adopted by Recover use these executors,
+  // so they must outlive it.
+  ExecServices services;
   sessions::Options session_options;
   session_options.state_dir = *state_dir;
   config::AgentSettings defaults = cfg->ForAgent(global.agent);
   session_options.cleanup_ms = defaults.exec.cleanup_ms;
   session_options.pending_max_chars = static_cast<size_t>(defaults.exec.pending_max_output_chars);
   session_options.max_output_chars = static_cast<size_t>(defaults.exec.max_output_chars);
+  session_options.executor_for = [&services](exec::ProcessKind kind) -> exec::Executor* {
+    return (kind == exec::ProcessKind::kContainer ? services.docker : services.host).get();
+  };
   sessions::SessionManager manager(session_options);
-  auto recovered = manager.Recover();
-  if (!recovered) {
-    PrintError(recovered.error().ToString());
-    return kExitFailure;
-  }
-  for (const auto& w : recovered->warnings) PrintWarning(w);
 
   EventHub events;
   manager.SetEventSink([&events](const sessions::Event& e) {
     events.Publish(sessions::Event::TypeName(e.type), e.ToJson());
   });
 
-  ExecServices services;
   services.sessions = &manager;
   const std::string socket =
       !options.socket.empty() ? options.socket : ServerSocketPath(global, *state_dir);
@@ -184,6 +183,14 @@ int RunServeCommand(const GlobalOptions& global, const ServeOptions& options) {
   } else {
     PrintWarning("sandbox calls will fail: " + client.error().ToString());
   }
+  // After the executors exist: sandbox sessions that outlived a restart are re-adopted.
+  auto recovered = manager.Recover();
+  if (!recovered) {
+    PrintError(recovered.error().ToString());
+    return kExitFailure;
+  }
+  for (const auto& w : recovered->warnings) PrintWarning(w);
+
   // Approved commands run as background sessions of the caller that asked.
   ApprovalBroker broker(
       *state_dir,
