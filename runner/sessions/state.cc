@@ -55,8 +55,8 @@ const char* PhaseEventName(PhaseEvent event) {
 }
 
 bool IsLive(Phase phase) {
-  return phase == Phase::kStarting || phase == Phase::kForeground ||
-         phase == Phase::kBackground || phase == Phase::kKilling;
+  return phase == Phase::kStarting || phase == Phase::kForeground || phase == Phase::kBackground ||
+         phase == Phase::kKilling;
 }
 
 namespace {
