@@ -96,9 +96,11 @@ struct Runtime::Impl {
   int recovered_finished = 0;
   int recovered_lost = 0;
   EventHub events;
+  // Shared executors, never replaced while serving. Before the manager: sessions re-adopted
+  // after a restart use them, so they outlive it.
+  ExecServices services;
   std::unique_ptr<sessions::SessionManager> manager;
   std::unique_ptr<ApprovalBroker> broker;
-  ExecServices services;  // shared executors, never replaced while serving
 
   // The per-call options the tool code reads: the principal's agent, session and workspace
   // over the server's own --config/--server.
@@ -143,16 +145,15 @@ Result<std::unique_ptr<Runtime>> Runtime::Start(const GlobalOptions& global, Opt
   session_options.cleanup_ms = defaults.exec.cleanup_ms;
   session_options.pending_max_chars = static_cast<size_t>(defaults.exec.pending_max_output_chars);
   session_options.max_output_chars = static_cast<size_t>(defaults.exec.max_output_chars);
-  impl->manager = std::make_unique<sessions::SessionManager>(session_options);
-  SANDRUN_ASSIGN_OR_RETURN(auto recovered, impl->manager->Recover());
-  for (const auto& w : recovered.warnings) PrintWarning(w);
-  impl->recovered_finished = recovered.finished;
-  impl->recovered_lost = recovered.lost;
   Impl* self = impl.get();
+  session_options.executor_for = [self](exec::ProcessKind kind) -> exec::Executor* {
+    return (kind == exec::ProcessKind::kContainer ? self->services.docker : self->services.host)
+        .get();
+  };
+  impl->manager = std::make_unique<sessions::SessionManager>(session_options);
   impl->manager->SetEventSink([self](const sessions::Event& e) {
     self->events.Publish(sessions::Event::TypeName(e.type), e.ToJson());
   });
-
   impl->services.sessions = impl->manager.get();
   // Host commands must not reach this server's socket, the state dir or the engine.
   impl->services.host = std::make_shared<exec::HostExecutor>(
@@ -164,6 +165,11 @@ Result<std::unique_ptr<Runtime>> Runtime::Start(const GlobalOptions& global, Opt
   } else {
     PrintWarning("sandbox calls will fail: " + client.error().ToString());
   }
+  // After the executors exist: sandbox sessions that outlived a restart are re-adopted.
+  SANDRUN_ASSIGN_OR_RETURN(auto recovered, impl->manager->Recover());
+  for (const auto& w : recovered.warnings) PrintWarning(w);
+  impl->recovered_finished = recovered.finished;
+  impl->recovered_lost = recovered.lost;
   // Approved commands run as background sessions of the caller that asked.
   impl->broker = std::make_unique<ApprovalBroker>(
       impl->state_dir,

@@ -28,17 +28,6 @@ int64_t SystemNowMs() {
       .count();
 }
 
-// Sessions a shutdown released: they must outlive everything (their processes keep running and
-// keep calling into them until the server process exits), so they are never destroyed.
-std::vector<std::shared_ptr<Session>>& Released() {
-  static auto* released = new std::vector<std::shared_ptr<Session>>();
-  return *released;
-}
-std::mutex& ReleasedMutex() {
-  static auto* mu = new std::mutex();
-  return *mu;
-}
-
 }  // namespace
 
 void internal::Hub::Emit(const Event& event) {
@@ -161,11 +150,52 @@ Result<RecoveryReport> SessionManager::Recover() {
       ++report.dropped;
       continue;
     }
-    (kind == Session::LoadKind::kLost ? report.lost : report.finished)++;
+    if (kind == Session::LoadKind::kRunning) {
+      (AdoptOrLose(*session) ? report.adopted : report.lost)++;
+    } else {
+      ++report.finished;
+    }
     std::lock_guard<std::mutex> lock(mu_);
     sessions_[id] = std::move(session);
   }
   return report;
+}
+
+bool SessionManager::AdoptOrLose(Session& session) {
+  SessionSnapshot s = session.Snapshot();
+  exec::Executor* executor = nullptr;
+  if (s.kind && *s.kind != exec::ProcessKind::kHost && hub_->options.executor_for) {
+    executor = hub_->options.executor_for(*s.kind);
+  }
+  std::string key;
+  {
+    std::lock_guard<std::mutex> lock(session.mu_);
+    key = session.adoption_key_;
+  }
+  if (executor == nullptr || key.empty()) {
+    session.MarkLost(session.LostNote());
+    return false;
+  }
+  // The timeout runs from the original start: what is left of it (at least 1 ms, so an expired
+  // one fires at once and the session ends timed out).
+  int64_t timeout_ms = 0;
+  if (s.meta.timeout_ms > 0) {
+    timeout_ms = std::max<int64_t>(s.meta.timeout_ms - (hub_->Now() - s.started_at_ms), 1);
+  }
+  auto adopted = executor->Adopt(key, session.Sink(), timeout_ms);
+  if (!adopted) {
+    if (adopted.error().code == ErrorCode::kNotFound) {
+      session.MarkLost("Process was lost when the server restarted (it is no longer running).");
+    } else {
+      session.MarkLost("Process was lost when the server restarted: it could not be re-adopted (" +
+                       adopted.error().ToString() + ") and may still be running in the sandbox.");
+    }
+    return false;
+  }
+  session.Adopt(std::move(adopted).value(),
+                "\n[sandrun: the server restarted and re-adopted this process; kill and its "
+                "timeout still apply, but output it printed after the restart was not captured]\n");
+  return true;
 }
 
 bool SessionManager::IdTaken(const std::string& id) const {
@@ -218,7 +248,7 @@ void SessionManager::Sweep() {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& [id, session] : sessions_) {
       std::lock_guard<std::mutex> session_lock(session->mu_);
-      if (session->finished_ && now - session->ended_at_ms_ > hub_->options.cleanup_ms) {
+      if (session->finished_locked() && now - session->ended_at_ms_ > hub_->options.cleanup_ms) {
         expired.push_back(id);
       }
     }
@@ -236,16 +266,16 @@ void SessionManager::Shutdown(bool kill_host_processes) {
     }
   }
   std::vector<std::shared_ptr<Session>> killed;
-  std::vector<std::shared_ptr<Session>> released;
   for (auto& session : running) {
     // A run still inside its yield window belongs to a foreground call that is going away.
-    bool kill =
-        !session->backgrounded() || (kill_host_processes && session->meta().host == "gateway");
-    if (kill && session->has_process()) {
+    // A background one is left running (released) unless it is a host process and host
+    // processes are to be killed, or its kind cannot be left running.
+    bool kill = !session->backgrounded() ||
+                (kill_host_processes && session->kind() == exec::ProcessKind::kHost);
+    if (!kill && session->Release()) continue;
+    if (session->has_process()) {
       (void)session->Kill(/*wait_ms=*/0);
       killed.push_back(session);
-    } else {
-      released.push_back(session);
     }
   }
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kShutdownKillWaitMs);
@@ -254,10 +284,6 @@ void SessionManager::Shutdown(bool kill_host_processes) {
                     deadline - std::chrono::steady_clock::now())
                     .count();
     (void)session->WaitFor(std::max<int64_t>(left, 1));
-  }
-  if (!released.empty()) {
-    std::lock_guard<std::mutex> lock(ReleasedMutex());
-    for (auto& session : released) Released().push_back(std::move(session));
   }
 }
 

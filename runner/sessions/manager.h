@@ -31,6 +31,7 @@
 #include "runner/sessions/process_request.h"
 #include "runner/sessions/session.h"
 #include "sandbox/base/result.h"
+#include "sandbox/executors/executor.h"
 #include "sandbox/os/unique_fd.h"
 
 namespace sandrun::sessions {
@@ -49,6 +50,9 @@ struct Options {
   bool sweeper_thread = true;
   // Wall-clock milliseconds since the epoch (the seam for tests). Default: the system clock.
   std::function<int64_t()> now_ms;
+  // Recover's way back to a process that outlived a server restart: the executor that runs
+  // processes of a kind (nullptr: none). Unset: every session recorded running is lost.
+  std::function<exec::Executor*(exec::ProcessKind)> executor_for;
 };
 
 // Something agents may want to hear about (GET /v1/events).
@@ -71,7 +75,8 @@ struct Event {
 
 struct RecoveryReport {
   int finished = 0;  // came back with status and log
-  int lost = 0;      // recorded running; marked failed ("lost when the server restarted")
+  int adopted = 0;   // recorded running and found again by its executor: running again
+  int lost = 0;      // recorded running, not found again: failed ("lost when ... restarted")
   int dropped = 0;   // never backgrounded, or past the TTL: deleted
   std::vector<std::string> warnings;  // unreadable entries (left on disk, skipped)
 };
@@ -88,10 +93,19 @@ class SessionManager {
   // At server start, before Begin: takes ownership of $state_dir/sessions (an exclusive lock
   // held until destruction: a second server, or a CLI run, must never recover the sessions of a
   // live one and call them lost; kConflict if another process holds it), then loads it. Finished
-  // sessions come back with status and full log; ones recorded running are marked lost (failed;
-  // "Process was lost when the server restarted." — a gateway pid still alive is named);
-  // never-backgrounded or expired ones are deleted. An Error only when the sessions directory
-  // cannot be read or created.
+  // sessions come back with status and full log; never-backgrounded or expired ones are deleted.
+  // Ones recorded running:
+  //  - a container (sandbox) process is re-adopted through Options::executor_for and
+  //    Executor::Adopt with its recorded adoption key: a background session again, killable, its
+  //    timeout enforced from its original start (an expired one fires at once), its exit event
+  //    sent; output it printed after the restart is not captured (a note in its output says
+  //    so). Re-adopting rather than killing keeps what the agent asked for (a long job) and
+  //    still leaves nothing unreachable. kNotFound: it is gone, the session is lost; any other
+  //    error (engine down): lost, and the note says it may still run in the sandbox;
+  //  - a host (gateway) process cannot be re-attached (its pipes died with the server): lost
+  //    (failed; "Process was lost when the server restarted." naming the pid if it still runs,
+  //    which happens only after Shutdown(false)).
+  // An Error only when the sessions directory cannot be read or created.
   Result<RecoveryReport> Recover();
 
   // Registers a new run under a fresh adjective-noun id. Nothing is written to disk yet.
@@ -113,11 +127,12 @@ class SessionManager {
   // Drops finished background sessions whose end is older than the TTL (and their files).
   void Sweep();
 
-  // Server shutdown: state is already on disk. Gateway sessions still running are killed
-  // (SIGKILL to the tree, status written: failed, "killed when the server shut down") when
-  // `kill_host_processes`; all others (and all sandbox sessions) are released: left running,
-  // never killed by this object's destruction, and found lost by the next Recover().
-  // Begin refuses afterwards.
+  // Server shutdown: state is already on disk. Runs still in their yield window are killed.
+  // Background sessions of host processes are killed (SIGKILL to the tree, status written:
+  // failed, killed) when `kill_host_processes`; the other background sessions are released
+  // (Session::Release: left running, nothing more recorded, never killed by this object's
+  // destruction; the next Recover re-adopts or loses them); one whose process cannot be released
+  // is killed. Nothing is kept alive past this object. Begin refuses afterwards.
   void Shutdown(bool kill_host_processes);
 
   // A visible session (nullptr if unknown or in another scope).
@@ -128,6 +143,8 @@ class SessionManager {
  private:
   std::vector<std::shared_ptr<Session>> Visible(const Scope& scope) const;
   bool IdTaken(const std::string& id) const;  // caller holds mu_
+  // Recover: re-adopts a session recorded running, or marks it lost. True when adopted.
+  bool AdoptOrLose(Session& session);
   void Remove(const std::string& id);
   void SweeperLoop();
 

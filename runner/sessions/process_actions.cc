@@ -52,6 +52,9 @@ ProcessResult Reply(const std::string& text, const std::function<void(Writer&)>&
 
 std::string ExitLine(const SessionSnapshot& s) {
   if (s.lost) return s.lost_note;
+  if (std::string reason = EndReason(s.phase, s.exit_signal, s.meta.timeout_ms); !reason.empty()) {
+    return reason;
+  }
   if (!s.exit_signal.empty()) return "Process exited with signal " + s.exit_signal + ".";
   if (s.exit_code) return "Process exited with code " + std::to_string(*s.exit_code) + ".";
   return "Process ended without an exit status.";
@@ -74,6 +77,8 @@ void ExitDetails(Writer& w, const SessionSnapshot& s) {
     w.Key("lost");
     w.Bool(true);
   }
+  w.Key("exitReason");  // the exit line poll shows, for log and list too
+  Str(w, ExitLine(s));
 }
 
 std::string NotBackgrounded(const std::string& id) {

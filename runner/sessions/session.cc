@@ -46,7 +46,7 @@ Session::~Session() {
   exec::RunningProcess* process = nullptr;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!finished_) process = raw_process_;
+    if (IsLive(phase_)) process = raw_process_;  // a released one is left alone
   }
   if (process != nullptr) (void)process->Kill(SIGKILL);
   if (waiter_.joinable()) waiter_.join();
@@ -63,7 +63,7 @@ void Session::OnOutput(exec::Stream stream, std::string_view bytes) {
   int answer = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (finished_) return;
+    if (!IsLive(phase_)) return;
     if (!meta_.pty) {
       AppendLocked(stream, bytes);
       return;
@@ -104,41 +104,117 @@ void Session::Attach(std::unique_ptr<exec::RunningProcess> process) {
   int answer = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (process_) return;  // once
+    if (process_ || !ApplyLocked(PhaseEvent::kAttach)) return;  // once
     process_ = std::move(process);
     raw_process_ = process_.get();
     pid_ = raw_process_->pid();
-    if (meta_.host == "gateway" && pid_ > 0) pid_start_ = internal::ProcessStartTime(pid_);
+    kind_ = raw_process_->kind();
+    adoption_key_ = raw_process_->adoption_key();
+    if (kind_ == exec::ProcessKind::kHost && pid_ > 0) {
+      pid_start_ = internal::ProcessStartTime(pid_);
+    }
     answer = std::exchange(pending_dsr_, 0);
     if (persisted_) WriteMetaLocked();
+    StartWaiterLocked();
   }
   if (answer > 0) AnswerDsr(answer);
+}
+
+void Session::StartWaiterLocked() {
   exec::RunningProcess* raw = raw_process_;
   waiter_ = std::thread([this, raw] { Finish(raw->Wait()); });
+}
+
+bool Session::ApplyLocked(PhaseEvent event) {
+  std::optional<Phase> next = Transition(phase_, event);
+  if (!next) return false;
+  phase_ = *next;
+  return true;
+}
+
+void Session::Adopt(std::unique_ptr<exec::RunningProcess> process, const std::string& note) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (process_ || !process || !ApplyLocked(PhaseEvent::kAdopt)) return;
+  process_ = std::move(process);
+  raw_process_ = process_.get();
+  if (int64_t pid = raw_process_->pid(); pid > 0) pid_ = pid;
+  kind_ = raw_process_->kind();
+  adoption_key_ = raw_process_->adoption_key();
+  settled_ = false;
+  input_open_ = false;  // its stdin stayed with the server that started it
+  exit_event_sent_ = false;
+  AppendLocked(exec::Stream::kStdout, note);
+  WriteMetaLocked();
+  StartWaiterLocked();
+}
+
+void Session::MarkLost(std::string note) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!ApplyLocked(PhaseEvent::kLose)) return;
+  status_ = SessionStatus::kFailed;
+  ended_at_ms_ = hub_->Now();
+  lost_note_ = std::move(note);
+  WriteStatusLocked();
+}
+
+Status Session::Release() {
+  exec::RunningProcess* process = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (phase_ != Phase::kBackground || raw_process_ == nullptr) {
+      return Error(ErrorCode::kConflict, "not a running background session");
+    }
+    releasing_ = true;
+    process = raw_process_;
+  }
+  Status status = process->Release();  // without mu_: it waits out a sink call, which takes it
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!status) {
+    releasing_ = false;
+    return status;
+  }
+  (void)ApplyLocked(PhaseEvent::kRelease);  // unless it ended first (then that is recorded)
+  return Ok();
 }
 
 void Session::Finish(exec::ExecOutcome outcome) {
   std::vector<Event> events;
   {
     std::unique_lock<std::mutex> lock(mu_);
+    using S = exec::ExecOutcome::Status;
+    if (releasing_ && phase_ == Phase::kBackground) {
+      (void)ApplyLocked(PhaseEvent::kRelease);  // this "end" is Wait() returning on release
+    }
+    if (phase_ == Phase::kReleased) {  // nothing of a released process is recorded
+      settled_ = true;
+      done_cv_.notify_all();
+      return;
+    }
+    PhaseEvent end = outcome.status == S::kExited     ? PhaseEvent::kEndExited
+                     : outcome.status == S::kSignaled ? PhaseEvent::kEndSignaled
+                     : outcome.status == S::kTimedOut ? PhaseEvent::kEndTimedOut
+                                                      : PhaseEvent::kEndAborted;
+    if (!ApplyLocked(end)) {  // not live: already ended
+      settled_ = true;
+      done_cv_.notify_all();
+      return;
+    }
     if (meta_.pty) AppendLocked(exec::Stream::kStdout, scanner_.Flush());
     outcome.aggregated = collector_.Text();
     outcome.truncated = collector_.truncated();
     outcome.total_bytes = collector_.total_bytes();
-    using S = exec::ExecOutcome::Status;
-    timed_out_ = outcome.status == S::kTimedOut;
-    if (killed_) {
+    bool timed_out = phase_ == Phase::kTimedOut;
+    if (phase_ == Phase::kKilled) {
       exit_signal_ = "SIGKILL";
-    } else if (outcome.status == S::kSignaled || (timed_out_ && outcome.signal != 0)) {
+    } else if (outcome.status == S::kSignaled || (timed_out && outcome.signal != 0)) {
       exit_signal_ = SignalName(outcome.signal);
-    } else if (outcome.status == S::kExited || (timed_out_ && outcome.exit_code >= 0)) {
+    } else if (outcome.status == S::kExited) {
       exit_code_ = outcome.exit_code;
     }
-    bool ok = !killed_ && outcome.status == S::kExited && outcome.exit_code == 0;
+    bool ok = phase_ == Phase::kExited && outcome.exit_code == 0;
     status_ = ok ? SessionStatus::kCompleted : SessionStatus::kFailed;
     ended_at_ms_ = hub_->Now();
     outcome_ = std::move(outcome);
-    finished_ = true;
     input_open_ = false;
     log_.Close();
     if (backgrounded_) WriteStatusLocked();
@@ -165,8 +241,9 @@ void Session::MarkBackgrounded() {
     std::lock_guard<std::mutex> lock(mu_);
     if (backgrounded_) return;
     backgrounded_ = true;
+    (void)ApplyLocked(PhaseEvent::kBackground);  // an ended run keeps its end phase
     PersistLocked();
-    if (finished_) {
+    if (finished_locked()) {
       log_.Close();
       WriteStatusLocked();
     }
@@ -176,7 +253,7 @@ void Session::MarkBackgrounded() {
 }
 
 void Session::CollectEventsLocked(std::vector<Event>& events) {
-  if (!backgrounded_ || lost_) return;
+  if (!backgrounded_ || phase_ == Phase::kLost) return;
   if (!started_event_sent_) {
     started_event_sent_ = true;
     Event e;
@@ -189,15 +266,20 @@ void Session::CollectEventsLocked(std::vector<Event>& events) {
              ") :: " + TruncateMiddle(meta_.command, 120);
     events.push_back(std::move(e));
   }
-  if (!finished_ || exit_event_sent_ || !meta_.notify_on_exit) return;
+  if (!finished_locked() || exit_event_sent_ || !meta_.notify_on_exit) return;
   exit_event_sent_ = true;
   // OpenClaw's maybeNotifyOnExit.
   std::string output =
       CompactNotifyOutput(LastChars(LastChars(collector_.Text(), kTailChars), 400));
   bool completed = status_ == SessionStatus::kCompleted;
   if (completed && output.empty() && !meta_.notify_on_exit_empty_success) return;
-  std::string label = !exit_signal_.empty() ? "signal " + exit_signal_
-                                            : "code " + std::to_string(exit_code_.value_or(0));
+  // A timeout or a signal death says so (never "code 0": there was no exit code).
+  std::string label = phase_ == Phase::kTimedOut ? "timed out"
+                      : !exit_signal_.empty()    ? "signal " + exit_signal_
+                      : exit_code_               ? "code " + std::to_string(*exit_code_)
+                                                 : "no exit status";
+  std::string reason = EndReason(phase_, exit_signal_, meta_.timeout_ms);
+  if (!reason.empty()) output = output.empty() ? reason : reason + " :: " + output;
   Event e;
   e.type = completed ? Event::Type::kExecFinished : Event::Type::kExecFailed;
   e.scope = meta_.scope;
@@ -215,7 +297,17 @@ bool Session::backgrounded() const {
 
 bool Session::finished() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return finished_;
+  return finished_locked();
+}
+
+Phase Session::phase() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return phase_;
+}
+
+std::optional<exec::ProcessKind> Session::kind() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return kind_;
 }
 
 std::optional<exec::ExecOutcome> Session::Outcome() const {
@@ -240,7 +332,7 @@ bool Session::has_process() const {
 
 bool Session::input_open() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return raw_process_ != nullptr && !finished_ && input_open_;
+  return raw_process_ != nullptr && IsLive(phase_) && input_open_;
 }
 
 CursorKeyMode Session::cursor_key_mode() const {
@@ -252,7 +344,7 @@ Status Session::Write(std::string_view data) {
   exec::RunningProcess* process = nullptr;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (raw_process_ == nullptr || finished_ || !input_open_) {
+    if (raw_process_ == nullptr || !IsLive(phase_) || !input_open_) {
       return Error(ErrorCode::kConflict, "stdin is not writable");
     }
     process = raw_process_;
@@ -265,7 +357,7 @@ Status Session::CloseInput() {
   exec::RunningProcess* process = nullptr;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (raw_process_ == nullptr || finished_ || !input_open_) {
+    if (raw_process_ == nullptr || !IsLive(phase_) || !input_open_) {
       return Error(ErrorCode::kConflict, "stdin is not writable");
     }
     process = raw_process_;
@@ -279,7 +371,7 @@ Status Session::Resize(unsigned rows, unsigned cols) {
   exec::RunningProcess* process = nullptr;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (raw_process_ == nullptr || finished_ || !meta_.pty) {
+    if (raw_process_ == nullptr || !IsLive(phase_) || !meta_.pty) {
       return Error(ErrorCode::kConflict, "not a running terminal session");
     }
     process = raw_process_;
@@ -292,9 +384,9 @@ Status Session::Kill(int64_t wait_ms) {
   exec::RunningProcess* process = nullptr;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (finished_) return Ok();
+    if (!IsLive(phase_)) return Ok();
     if (raw_process_ == nullptr) return Error(ErrorCode::kConflict, "no process attached");
-    killed_ = true;
+    (void)ApplyLocked(PhaseEvent::kKill);
     process = raw_process_;
   }
   Status status = process->Kill(SIGKILL);
@@ -304,7 +396,7 @@ Status Session::Kill(int64_t wait_ms) {
 
 Session::Drained Session::Drain() {
   std::lock_guard<std::mutex> lock(mu_);
-  return Drained{pending_out_.Take(finished_), pending_err_.Take(finished_)};
+  return Drained{pending_out_.Take(finished_locked()), pending_err_.Take(finished_locked())};
 }
 
 int64_t Session::NextRetryMs(bool had_new_output) {
@@ -332,15 +424,17 @@ SessionSnapshot Session::Snapshot() const {
   s.name = meta_.name.empty() ? DeriveSessionName(meta_.command) : meta_.name;
   s.status = status_;
   s.backgrounded = backgrounded_;
-  s.finished = finished_;
+  s.finished = finished_locked();
+  s.phase = phase_;
+  s.kind = kind_;
   s.pid = pid_;
   s.started_at_ms = started_at_ms_;
   s.ended_at_ms = ended_at_ms_;
   s.exit_code = exit_code_;
   s.exit_signal = exit_signal_;
-  s.timed_out = timed_out_;
-  s.killed = killed_;
-  s.lost = lost_;
+  s.timed_out = phase_ == Phase::kTimedOut;
+  s.killed = phase_ == Phase::kKilled || phase_ == Phase::kKilling;
+  s.lost = phase_ == Phase::kLost;
   s.lost_note = lost_note_;
   s.aggregated = collector_.Text();
   s.tail = LastChars(s.aggregated, kTailChars);

@@ -28,6 +28,7 @@
 
 #include "runner/sessions/keys.h"
 #include "runner/sessions/output_log.h"
+#include "runner/sessions/state.h"
 #include "runner/sessions/terminal.h"
 #include "sandbox/base/result.h"
 #include "sandbox/executors/output.h"
@@ -51,7 +52,7 @@ struct SessionMeta {
   Scope scope;
   std::string command;
   std::string cwd;
-  std::string host;  // "sandbox" | "gateway" (gateway pids are host pids)
+  std::string host;  // "sandbox" | "gateway": a label for list; behaviour follows the process kind
   bool pty = false;
   std::string name;        // list label; "" = derived from the command as OpenClaw does
   int64_t timeout_ms = 0;  // the plan's timeout (0 = none), recorded with the session
@@ -68,6 +69,8 @@ struct SessionSnapshot {
   SessionMeta meta;
   std::string name;  // meta.name or the derived one
   SessionStatus status = SessionStatus::kRunning;
+  Phase phase = Phase::kStarting;
+  std::optional<exec::ProcessKind> kind;  // once a process was attached (or recorded)
   bool backgrounded = false;
   bool finished = false;
   int64_t pid = 0;  // 0 = unknown
@@ -136,6 +139,14 @@ class Session {
   // SIGKILL to the whole tree; marks the session killed (failed, SIGKILL) and waits up to
   // `wait_ms` for the outcome to be recorded. Ok (nothing done) once finished.
   Status Kill(int64_t wait_ms = 5000);
+  // Server shutdown: leaves a background session's process running (RunningProcess::Release):
+  // nothing of it is recorded any more, status.json is not written (the next Recover finds it
+  // recorded running), and destroying the session leaves the process alone. kConflict when not
+  // a running background session or the process cannot be released (kill it instead).
+  Status Release();
+  Phase phase() const;
+  // The attached (or recorded) process's kind; nullopt before Attach on a fresh session.
+  std::optional<exec::ProcessKind> kind() const;
   // Takes what poll has not shown yet: stdout and stderr, each sanitised.
   struct Drained {
     std::string out;
@@ -150,10 +161,22 @@ class Session {
 
  private:
   friend class SessionManager;
-  enum class LoadKind { kFinished, kLost, kDrop };
+  // kRunning: recorded running (phase Starting): Recover adopts it (Adopt) or calls it lost.
+  enum class LoadKind { kFinished, kRunning, kDrop };
   // Reads a session back from its directory (Recover). kDrop: never backgrounded or expired.
   static Result<std::pair<std::shared_ptr<Session>, LoadKind>> Load(
       const std::string& id, const std::shared_ptr<internal::Hub>& hub);
+  // Recover: the executor found the process again; it is a background session again (kill,
+  // timeout and the exit event work; `note` goes into its output).
+  void Adopt(std::unique_ptr<exec::RunningProcess> process, const std::string& note);
+  // Recover: the recorded process is out of reach; failed, with `note` as its exit line.
+  void MarkLost(std::string note);
+  // "Process was lost when the server restarted." and, for a host process still alive (same pid
+  // and start time), where it still runs.
+  std::string LostNote() const;
+  // The one place the phase changes; false (nothing changed) when `event` is illegal now.
+  bool ApplyLocked(PhaseEvent event);
+  void StartWaiterLocked();
   void OnOutput(exec::Stream stream, std::string_view bytes);
   void AppendLocked(exec::Stream stream, std::string_view bytes);
   void Finish(exec::ExecOutcome outcome);
@@ -178,23 +201,24 @@ class Session {
   std::mutex io_mu_;  // serialises writes to the process
   int pending_dsr_ = 0;
   int64_t pid_ = 0;
-  std::string pid_start_;  // /proc/<pid>/stat start time (gateway), to recognise it later
+  std::string pid_start_;  // /proc/<pid>/stat start time (host), to recognise it later
+  std::optional<exec::ProcessKind> kind_;
+  std::string adoption_key_;
+  Phase phase_ = Phase::kStarting;
+  bool releasing_ = false;  // Release() is under way: the process's next end is the release
   bool backgrounded_ = false;
   bool persisted_ = false;
   bool owns_dir_ = false;  // we created (or recovered) dir(): only then is it ours to delete
-  bool finished_ = false;
+  bool finished_locked() const { return !IsLive(phase_) && phase_ != Phase::kReleased; }
   bool settled_ = false;  // finished and its events delivered: what WaitFor waits for
   bool started_event_sent_ = false;
   bool exit_event_sent_ = false;
   bool input_open_ = true;
-  bool killed_ = false;
-  bool lost_ = false;
   std::string lost_note_;
   int64_t ended_at_ms_ = 0;
   SessionStatus status_ = SessionStatus::kRunning;
   std::optional<int> exit_code_;
   std::string exit_signal_;
-  bool timed_out_ = false;
   uint64_t recovered_total_bytes_ = 0;
   std::optional<exec::ExecOutcome> outcome_;
   CursorKeyMode cursor_mode_;

@@ -1,7 +1,9 @@
 #include "runner/sessions/session_id.h"
 
+#include <sys/random.h>
+
+#include <cerrno>
 #include <chrono>
-#include <mutex>
 #include <random>
 #include <string_view>
 
@@ -72,11 +74,20 @@ std::string CreateSessionId(const std::function<bool(const std::string&)>& is_ta
 }
 
 std::string CreateSessionId(const std::function<bool(const std::string&)>& is_taken) {
-  static std::mutex mu;
-  static std::mt19937_64 rng{std::random_device{}()};
+  // Fresh kernel randomness for every draw, no generator shared between callers: a process-wide
+  // generator's state could be learned from one tenant's ids and predict another's.
   RandomIndex random = [](uint64_t n) {
-    std::lock_guard<std::mutex> lock(mu);
-    return std::uniform_int_distribution<uint64_t>(0, n - 1)(rng);
+    uint64_t limit = UINT64_MAX - UINT64_MAX % n;  // rejection sampling: no modulo bias
+    for (;;) {
+      uint64_t v = 0;
+      ssize_t got = ::getrandom(&v, sizeof(v), 0);
+      if (got != static_cast<ssize_t>(sizeof(v))) {
+        if (got < 0 && errno == EINTR) continue;
+        v = std::random_device{}();  // getrandom unavailable: still per call, still unshared
+        v = (v << 32) ^ std::random_device{}();
+      }
+      if (v < limit) return v % n;
+    }
   };
   auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
                  std::chrono::system_clock::now().time_since_epoch())

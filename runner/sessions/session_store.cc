@@ -57,7 +57,7 @@ void Session::PersistLocked() {
   owns_dir_ = true;
   WriteMetaLocked();
   (void)log_.Persist(dir() + "/" + internal::kLogFile);  // else it stays in memory
-  if (finished_) log_.Close();
+  if (finished_locked()) log_.Close();
 }
 
 void Session::WriteMetaLocked() {
@@ -99,6 +99,12 @@ void Session::WriteMetaLocked() {
   Str(w, pid_start_);
   w.Key("backgrounded");
   w.Bool(backgrounded_);
+  if (kind_) {  // what Recover needs to find the process again (Executor::Adopt)
+    w.Key("processKind");
+    w.String(exec::ProcessKindName(*kind_));
+    w.Key("adoptionKey");
+    Str(w, adoption_key_);
+  }
   w.EndObject();
   (void)WriteFileAtomic(dir() + "/" + internal::kMetaFile,
                         std::string_view(buffer.GetString(), buffer.GetSize()), 0600,
@@ -129,12 +135,14 @@ void Session::WriteStatusLocked() {
   w.Key("endedAt");
   w.Int64(ended_at_ms_);
   w.Key("timedOut");
-  w.Bool(timed_out_);
+  w.Bool(phase_ == Phase::kTimedOut);
   w.Key("killed");
-  w.Bool(killed_);
+  w.Bool(phase_ == Phase::kKilled);
   w.Key("lost");
-  w.Bool(lost_);
-  if (lost_) {
+  w.Bool(phase_ == Phase::kLost);
+  w.Key("phase");
+  w.String(PhaseName(phase_));
+  if (phase_ == Phase::kLost) {
     w.Key("lostNote");
     Str(w, lost_note_);
   }
@@ -181,7 +189,12 @@ Result<std::pair<std::shared_ptr<Session>, Session::LoadKind>> Session::Load(
   s.backgrounded_ = JsonBool(m, "backgrounded");
   s.persisted_ = true;
   s.owns_dir_ = true;
-  s.finished_ = true;
+  if (std::string kind = JsonString(m, "processKind"); kind == "host") {
+    s.kind_ = exec::ProcessKind::kHost;
+  } else if (kind == "container") {
+    s.kind_ = exec::ProcessKind::kContainer;
+  }
+  s.adoption_key_ = JsonString(m, "adoptionKey");
   s.settled_ = true;
   s.input_open_ = false;
   s.started_event_sent_ = true;
@@ -211,9 +224,11 @@ Result<std::pair<std::shared_ptr<Session>, Session::LoadKind>> Session::Load(
     }
     s.exit_signal_ = JsonString(st, "exitSignal");
     s.ended_at_ms_ = JsonInt(st, "endedAt", hub->Now());
-    s.timed_out_ = JsonBool(st, "timedOut");
-    s.killed_ = JsonBool(st, "killed");
-    s.lost_ = JsonBool(st, "lost");
+    s.phase_ = JsonBool(st, "lost")       ? Phase::kLost
+               : JsonBool(st, "killed")   ? Phase::kKilled
+               : JsonBool(st, "timedOut") ? Phase::kTimedOut
+               : s.exit_code_             ? Phase::kExited
+                                          : Phase::kFailed;
     s.lost_note_ = JsonString(st, "lostNote");
     s.recovered_total_bytes_ = std::max<uint64_t>(s.recovered_total_bytes_,
                                                   static_cast<uint64_t>(JsonInt(st, "totalBytes")));
@@ -221,18 +236,20 @@ Result<std::pair<std::shared_ptr<Session>, Session::LoadKind>> Session::Load(
     return std::make_pair(session, expired ? LoadKind::kDrop : LoadKind::kFinished);
   }
 
-  // Recorded running (or its status write never completed): the process is out of our reach.
-  s.lost_ = true;
-  s.status_ = SessionStatus::kFailed;
-  s.ended_at_ms_ = hub->Now();
-  s.lost_note_ = "Process was lost when the server restarted.";
-  if (s.meta_.host == "gateway" && s.pid_ > 0 && !s.pid_start_.empty() &&
-      internal::ProcessStartTime(s.pid_) == s.pid_start_) {
-    s.lost_note_ += " It is still running as pid " + std::to_string(s.pid_) + " (process group " +
-                    std::to_string(s.pid_) + ") but no longer attached.";
+  // Recorded running (or its status write never completed): Recover adopts it or calls it lost
+  // (MarkLost); until then it is Starting.
+  return std::make_pair(session, LoadKind::kRunning);
+}
+
+std::string Session::LostNote() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::string note = "Process was lost when the server restarted.";
+  if (kind_ == exec::ProcessKind::kHost && pid_ > 0 && !pid_start_.empty() &&
+      internal::ProcessStartTime(pid_) == pid_start_) {
+    note += " It is still running as pid " + std::to_string(pid_) + " (process group " +
+            std::to_string(pid_) + ") but no longer attached.";
   }
-  s.WriteStatusLocked();
-  return std::make_pair(session, LoadKind::kLost);
+  return note;
 }
 
 }  // namespace sandrun::sessions

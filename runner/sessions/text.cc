@@ -163,4 +163,15 @@ std::string SignalName(int sig) {
   return abbrev != nullptr ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
 }
 
+std::string EndReason(Phase phase, const std::string& exit_signal, int64_t timeout_ms) {
+  if (phase == Phase::kTimedOut) {
+    int64_t seconds = timeout_ms > 0 ? (timeout_ms + 999) / 1000 : 0;
+    return "Command timed out after " + std::to_string(seconds) + " seconds";
+  }
+  if (phase == Phase::kFailed && !exit_signal.empty()) {
+    return "Command aborted by signal " + exit_signal;
+  }
+  return "";
+}
+
 }  // namespace sandrun::sessions

@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 
+#include "runner/sessions/state.h"
 #include "sandbox/base/strings.h"
 
 namespace sandrun::sessions {
@@ -35,6 +36,11 @@ std::string PadRight(std::string_view s, size_t width);
 
 // "SIGKILL" for 9 ("signal N" if unknown).
 std::string SignalName(int sig);
+
+// Why a session ended badly, as the foreground exec result says it (OpenClaw's texts):
+// "Command timed out after N seconds" (N = timeout_ms rounded up to seconds) for kTimedOut,
+// "Command aborted by signal SIGSEGV" for kFailed with a signal; "" otherwise.
+std::string EndReason(Phase phase, const std::string& exit_signal, int64_t timeout_ms);
 
 // Whitespace (" \t\r\n\v\f") trimmed from the end / both ends.
 std::string TrimEnd(std::string_view s);

@@ -26,6 +26,15 @@ class RunningProcess {
  public:
   virtual ~RunningProcess() = default;  // kills the tree if still running (unless released)
 
+  // Detaches from the process: it keeps running on its own (its own timeout may still end it),
+  // nothing more is delivered to the sink once this returns, Wait() returns at once (kAborted
+  // unless it had finished) and destroying this object leaves the process alone. Call it
+  // without holding a lock the sink takes. kConflict: this kind cannot be left running (the
+  // caller kills it instead).
+  virtual Status Release() {
+    return Error(ErrorCode::kConflict, "this process cannot be left running");
+  }
+
   virtual ProcessKind kind() const = 0;
   // An opaque text the executor that started the process can find it again with after the
   // server restarted (Executor::Adopt); "" when it cannot be found again.

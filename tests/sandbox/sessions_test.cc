@@ -278,7 +278,7 @@ TEST_F(SessionsTest, TimeoutStillAppliesInTheBackground) {
   ASSERT_TRUE(s);
   std::string last;
   PollUntilExit(s->id(), &last);
-  EXPECT_EQ(last, "started\n\nProcess exited with signal SIGTERM.");
+  EXPECT_EQ(last, "started\n\nCommand timed out after 1 seconds");
   auto d = Call(R"({"action":"poll","sessionId":")" + s->id() + R"("})");
   EXPECT_STREQ(d["details"]["status"].GetString(), "failed");
   EXPECT_TRUE(d["details"]["timedOut"].GetBool());

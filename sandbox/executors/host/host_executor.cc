@@ -223,47 +223,70 @@ Result<ExecOutcome> Pump(Subprocess& proc, std::vector<OutputStream> streams,
 }
 
 // A gateway command running in the background: a pump thread reads its output while the owner
-// writes stdin, resizes the PTY or kills the tree.
+// writes stdin, resizes the PTY or kills the tree. What the pump uses lives in a shared State, so
+// that a released process (Release) keeps being pumped and reaped by the detached thread after
+// its owner is gone.
 class HostRunningProcess final : public RunningProcess {
  public:
   HostRunningProcess(Subprocess proc, bool pty, RunLimits limits, LiveSink sink, std::string cwd,
                      std::vector<std::string> warnings)
-      : proc_(std::move(proc)), pty_(pty), cwd_(std::move(cwd)), warnings_(std::move(warnings)) {
-    pid_ = proc_.pid();
-    std::vector<OutputStream> streams = TakeOutputs(proc_, pty_);
+      : state_(std::make_shared<State>(std::move(proc))), pty_(pty) {
+    pid_ = state_->proc.pid();
+    std::vector<OutputStream> streams = TakeOutputs(state_->proc, pty_);
     if (pty_) {
       // The master is read by the pump and written by us: a second descriptor for writing.
       stdin_.reset(::fcntl(streams.front().fd.get(), F_DUPFD_CLOEXEC, 0));
     } else {
-      stdin_ = proc_.TakeStdin();
+      stdin_ = state_->proc.TakeStdin();
     }
     thread_ =
-        std::thread([this, streams = std::move(streams), limits, sink = std::move(sink)]() mutable {
-          auto result = Pump(proc_, std::move(streams), limits, sink, &cancel_,
-                             Deadline::Clock::now(), &reap_mu_);
-          std::lock_guard<std::mutex> lock(mu_);
+        std::thread([state = state_, streams = std::move(streams), limits, sink = std::move(sink),
+                     cwd = std::move(cwd), warnings = std::move(warnings)]() mutable {
+          // Output goes to the owner's sink until it released us; after that it is read and
+          // dropped.
+          LiveSink guarded = [&state, &sink](Stream stream, std::string_view bytes) {
+            std::lock_guard<std::mutex> lock(state->sink_mu);
+            if (!state->released) sink(stream, bytes);
+          };
+          auto result = Pump(state->proc, std::move(streams), limits, guarded, &state->cancel,
+                             Deadline::Clock::now(), &state->reap_mu);
+          std::lock_guard<std::mutex> lock(state->mu);
           if (result) {
-            outcome_ = std::move(result).value();
+            state->outcome = std::move(result).value();
           } else {
-            outcome_.status = ExecOutcome::Status::kAborted;
-            outcome_.warnings.push_back(result.error().ToString());
+            state->outcome.status = ExecOutcome::Status::kAborted;
+            state->outcome.warnings.push_back(result.error().ToString());
           }
-          outcome_.cwd = cwd_;
-          outcome_.where = "host";
-          outcome_.warnings.insert(outcome_.warnings.begin(), warnings_.begin(), warnings_.end());
-          finished_ = true;
-          done_.notify_all();
+          state->outcome.cwd = cwd;
+          state->outcome.where = "host";
+          state->outcome.warnings.insert(state->outcome.warnings.begin(), warnings.begin(),
+                                         warnings.end());
+          state->finished = true;
+          state->done.notify_all();
         });
   }
 
   ~HostRunningProcess() override {
-    cancel_.Cancel();  // the pump kills the tree (TERM, then KILL after the grace)
+    if (released()) return;   // the detached pump owns the process now
+    state_->cancel.Cancel();  // the pump kills the tree (TERM, then KILL after the grace)
     (void)Kill(SIGKILL);
     if (thread_.joinable()) thread_.join();
   }
 
   ProcessKind kind() const override { return ProcessKind::kHost; }
   int64_t pid() const override { return pid_; }
+
+  Status Release() override {
+    {
+      std::lock_guard<std::mutex> sink_lock(state_->sink_mu);  // waits out a sink call
+      std::lock_guard<std::mutex> lock(state_->mu);
+      if (state_->released) return Ok();
+      state_->released = true;
+      state_->done.notify_all();
+    }
+    if (thread_.joinable()) thread_.detach();
+    return Ok();
+  }
 
   Status WriteStdin(std::string_view data) override {
     std::lock_guard<std::mutex> lock(stdin_mu_);
@@ -304,36 +327,52 @@ class HostRunningProcess final : public RunningProcess {
   }
 
   Status Kill(int signal) override {
-    std::lock_guard<std::mutex> lock(reap_mu_);
-    if (proc_.reaped()) return Ok();  // the pump ended the tree before it reaped
-    return proc_.KillTree(signal);
+    if (released()) return Error(ErrorCode::kConflict, "the process was released");
+    std::lock_guard<std::mutex> lock(state_->reap_mu);
+    if (state_->proc.reaped()) return Ok();  // the pump ended the tree before it reaped
+    return state_->proc.KillTree(signal);
   }
 
   bool finished() const override {
-    std::lock_guard<std::mutex> lock(mu_);
-    return finished_;
+    std::lock_guard<std::mutex> lock(state_->mu);
+    return state_->finished;
   }
 
   ExecOutcome Wait() override {
-    std::unique_lock<std::mutex> lock(mu_);
-    done_.wait(lock, [this] { return finished_; });
-    return outcome_;
+    std::unique_lock<std::mutex> lock(state_->mu);
+    state_->done.wait(lock, [this] { return state_->finished || state_->released; });
+    if (state_->finished) return state_->outcome;
+    ExecOutcome released;
+    released.status = ExecOutcome::Status::kAborted;
+    released.where = "host";
+    released.warnings.push_back("released: the process was left running");
+    return released;
   }
 
  private:
-  Subprocess proc_;
+  struct State {
+    explicit State(Subprocess p) : proc(std::move(p)) {}
+    Subprocess proc;
+    std::mutex reap_mu;
+    CancelToken cancel;
+    std::mutex sink_mu;  // held while the owner's sink runs, and by Release
+    std::mutex mu;       // guards the fields below
+    std::condition_variable done;
+    bool finished = false;
+    bool released = false;
+    ExecOutcome outcome;
+  };
+
+  bool released() const {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    return state_->released;
+  }
+
+  std::shared_ptr<State> state_;
   bool pty_;
-  std::string cwd_;
-  std::vector<std::string> warnings_;  // the host profile's, put first in the outcome
   int64_t pid_ = 0;
   UniqueFd stdin_;
   std::mutex stdin_mu_;
-  std::mutex reap_mu_;
-  CancelToken cancel_;
-  mutable std::mutex mu_;
-  std::condition_variable done_;
-  bool finished_ = false;
-  ExecOutcome outcome_;
   std::thread thread_;  // last: started after everything it uses exists
 };
 

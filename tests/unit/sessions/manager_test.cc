@@ -26,8 +26,19 @@ namespace fs = std::filesystem;
 // A process whose output, exit and stdin the test controls.
 class FakeProcess final : public exec::RunningProcess {
  public:
-  explicit FakeProcess(int64_t pid) : pid_(pid) {}
-  exec::ProcessKind kind() const override { return exec::ProcessKind::kHost; }
+  explicit FakeProcess(int64_t pid, exec::ProcessKind kind = exec::ProcessKind::kHost)
+      : pid_(pid), kind_(kind) {}
+  exec::ProcessKind kind() const override { return kind_; }
+  Status Release() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    released_ = true;
+    cv_.notify_all();
+    return Ok();
+  }
+  bool released() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return released_;
+  }
   int64_t pid() const override { return pid_; }
   Status WriteStdin(std::string_view data) override {
     std::lock_guard<std::mutex> lock(mu_);
@@ -58,8 +69,8 @@ class FakeProcess final : public exec::RunningProcess {
   }
   exec::ExecOutcome Wait() override {
     std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [this] { return done_; });
-    return outcome_;
+    cv_.wait(lock, [this] { return done_ || released_; });
+    return done_ ? outcome_ : exec::ExecOutcome{};
   }
   void Exit(int code) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -83,6 +94,8 @@ class FakeProcess final : public exec::RunningProcess {
 
  private:
   int64_t pid_;
+  exec::ProcessKind kind_;
+  bool released_ = false;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool done_ = false;
@@ -141,7 +154,9 @@ class ManagerTest : public ::testing::Test {
     Started run;
     run.session = *begun;
     run.sink = run.session->Sink();
-    auto process = std::make_unique<FakeProcess>(next_pid_++);
+    auto process = std::make_unique<FakeProcess>(next_pid_++, meta.host == "sandbox"
+                                                                  ? exec::ProcessKind::kContainer
+                                                                  : exec::ProcessKind::kHost);
     run.process = process.get();
     run.session->Attach(std::move(process));
     if (background) run.session->MarkBackgrounded();
@@ -727,6 +742,8 @@ TEST_F(ManagerTest, ShutdownKillsHostSessionsWhenAskedAndRefusesNewOnes) {
   EXPECT_EQ(host.process->kills(), (std::vector<int>{SIGKILL}));
   EXPECT_TRUE(host.session->finished());
   EXPECT_TRUE(container.process->kills().empty());  // left running in its container
+  EXPECT_TRUE(container.process->released());
+  EXPECT_EQ(container.session->phase(), Phase::kReleased);
   EXPECT_FALSE(manager_->Begin(SessionMeta{}));
 }
 
