@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "sandbox/docker/models.h"
+#include "sandbox/executors/docker/adopted_exec.h"
 
 namespace sandrun::exec {
 
@@ -187,6 +188,7 @@ class DockerRunningProcess final : public RunningProcess {
   }
 
   ProcessKind kind() const override { return ProcessKind::kContainer; }
+  std::string adoption_key() const override { return ExecAdoptionKey(created_.tree); }
   int64_t pid() const override { return pid_; }
   Status WriteStdin(std::string_view data) override {
     std::lock_guard<std::mutex> lock(write_mu_);
@@ -254,6 +256,11 @@ Result<std::unique_ptr<RunningProcess>> DockerExecutor::Start(const Plan& plan, 
   return std::unique_ptr<RunningProcess>(std::make_unique<DockerRunningProcess>(
       weak_from_this().lock(), this, client_, plan, std::move(created), std::move(stream).value(),
       std::move(sink), std::move(warnings), pid));
+}
+
+Result<std::unique_ptr<RunningProcess>> DockerExecutor::Adopt(const std::string& key, LiveSink sink,
+                                                              int64_t timeout_ms) {
+  return AdoptExec(client_, key, std::move(sink), timeout_ms);
 }
 
 }  // namespace sandrun::exec

@@ -34,6 +34,10 @@ class DockerExecutor final : public Executor, public std::enable_shared_from_thi
   // In the background over a hijacked stream (stdin open, TTY when plan.pty). The process keeps
   // the executor alive when it is owned by a shared_ptr; otherwise it must outlive the process.
   Result<std::unique_ptr<RunningProcess>> Start(const Plan& plan, LiveSink sink) override;
+  // An exec a previous server started (adopted_exec.h): killable, its timeout enforced, its exit
+  // code read; output after the restart is not recovered.
+  Result<std::unique_ptr<RunningProcess>> Adopt(const std::string& key, LiveSink sink,
+                                                int64_t timeout_ms) override;
 
   // The scope's containers (container_pool.h).
   ContainerPool& pool() { return pool_; }

@@ -1,0 +1,125 @@
+// A server restart leaves no orphans: a sandbox session whose exec still runs when the server
+// died is re-adopted by the next server (killable, its timeout enforced) through
+// Executor::Adopt, and nothing of it is left in the container once it is killed.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include "tests/e2e/sandrun_home.h"
+
+namespace sandrun::testing {
+namespace {
+
+class SessionRestart : public SandrunHome {
+ protected:
+  void SetUp() override {
+    SandrunHome::SetUp();
+    MinimalSandboxConfig("\"workspaceAccess\": \"rw\"");
+  }
+  void TearDown() override {
+    StopServer();
+    SandrunHome::TearDown();
+  }
+  rapidjson::Document Process(std::vector<std::string> args) {
+    args.insert(args.begin(), "process");
+    auto r = Sandrun(args);
+    return Parsed(r.out);
+  }
+  void CrashServer() {
+    ::kill(server_pid_, SIGKILL);
+    int status = 0;
+    ::waitpid(server_pid_, &status, 0);
+    server_pid_ = -1;
+  }
+  // Waits up to 30 s for `path` to exist.
+  bool WaitForFile(const std::string& path) {
+    for (int i = 0; i < 600; ++i) {
+      if (std::filesystem::exists(path)) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return false;
+  }
+  // How many processes in the sandbox run `sleep 300` (the pattern does not match itself).
+  std::string SleepersInTheSandbox() {
+    auto r = Exec({}, "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline; echo; done | "
+                      "grep -c 'sleep 3[0]0'");
+    std::string out = r.out;
+    while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+    return out;
+  }
+  rapidjson::Document PollUntilDone(const std::string& id) {
+    for (int i = 0; i < 60; ++i) {
+      auto doc = Process({"poll", "--session-id", id, "--timeout", "500"});
+      if (Details(doc, "status") != "running") return doc;
+    }
+    ADD_FAILURE() << "session " << id << " did not finish";
+    return Process({"poll", "--session-id", id});
+  }
+  std::string StartSleeper(std::vector<std::string> flags) {
+    flags.insert(flags.begin(), {"--background", "--json"});
+    auto r = Exec(flags, "touch /workspace/started; sleep 300");
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    std::string id = Details(Parsed(r.out), "sessionId");
+    EXPECT_TRUE(WaitForFile(workspace_ + "/started"));
+    return id;
+  }
+};
+
+TEST_F(SessionRestart, ASandboxSessionIsReadoptedAfterACrashAndItsKillLeavesNothing) {
+  StartServer();
+  std::string id = StartSleeper({});
+  ASSERT_FALSE(id.empty());
+  CrashServer();
+  EXPECT_EQ(SleepersInTheSandbox(), "1") << "the exec must outlive the crashed server";
+  StartServer();
+  auto poll = Process({"poll", "--session-id", id});
+  EXPECT_EQ(Details(poll, "status"), "running") << ToJson(poll);
+  auto killed = Process({"kill", "--session-id", id});
+  auto done = PollUntilDone(id);
+  EXPECT_NE(Details(done, "status"), "running");
+  EXPECT_EQ(SleepersInTheSandbox(), "0") << "the re-adopted tree was not killed";
+}
+
+TEST_F(SessionRestart, AReadoptedSessionStillTimesOut) {
+  StartServer();
+  std::string id = StartSleeper({"--timeout", "4"});
+  ASSERT_FALSE(id.empty());
+  CrashServer();
+  StartServer();
+  auto done = PollUntilDone(id);
+  EXPECT_EQ(Details(done, "status"), "failed") << ToJson(done);
+  EXPECT_EQ(SleepersInTheSandbox(), "0") << "the timeout did not kill the re-adopted tree";
+}
+
+TEST_F(SessionRestart, AForgedAdoptionKeyAdoptsAndKillsNothing) {
+  StartServer();
+  std::string id = StartSleeper({});
+  ASSERT_FALSE(id.empty());
+  CrashServer();
+  // The record on disk names another exec: the next server must not take (or kill) it.
+  std::string meta = home_ + "/sessions/" + id + "/meta.json";
+  ASSERT_TRUE(std::filesystem::exists(meta)) << meta;
+  std::string text;
+  {
+    std::ifstream in(meta);
+    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  auto at = text.find("sandrun-exec-v1|");
+  ASSERT_NE(at, std::string::npos) << text;
+  auto exec_at = text.find('|', text.find('|', at) + 1) + 1;
+  text[exec_at] = text[exec_at] == 'a' ? 'b' : 'a';
+  std::ofstream(meta) << text;
+  StartServer();
+  auto poll = Process({"poll", "--session-id", id});
+  EXPECT_NE(Details(poll, "status"), "running") << ToJson(poll);
+  EXPECT_EQ(SleepersInTheSandbox(), "1") << "a forged key killed something";
+  // Clean up what the test left running in the container.
+  Exec({}, "pkill -f 'sleep 3[0]0' || kill $(pidof sleep) 2>/dev/null; true");
+}
+
+}  // namespace
+}  // namespace sandrun::testing
