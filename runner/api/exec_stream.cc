@@ -158,7 +158,7 @@ std::string Frame(char type, std::string_view payload) {
 std::optional<FrameReader::Item> FrameReader::Next() {
   if (invalid_ || buffer_.size() < 5) return std::nullopt;
   uint32_t n = 0;
-  for (int i = 1; i <= 4; ++i) n = (n << 8) | static_cast<unsigned char>(buffer_[i]);
+  for (size_t i = 1; i <= 4; ++i) n = (n << 8) | static_cast<unsigned char>(buffer_[i]);
   if (n > max_) {
     invalid_ = true;
     return std::nullopt;

@@ -40,8 +40,8 @@ void ForegroundRun::Cancel() {
   cancelled_ = true;
   (void)process_->Kill(SIGTERM);
   killer_ = std::thread([this] {
-    std::unique_lock<std::mutex> lock(mu_);
-    if (!ended_cv_.wait_for(lock, kCancelGrace, [this] { return ended_; })) {
+    std::unique_lock<std::mutex> held(mu_);
+    if (!ended_cv_.wait_for(held, kCancelGrace, [this] { return ended_; })) {
       (void)process_->Kill(SIGKILL);
     }
   });

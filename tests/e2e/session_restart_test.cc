@@ -45,8 +45,9 @@ class SessionRestart : public SandrunHome {
   }
   // How many processes in the sandbox run `sleep 300` (the pattern does not match itself).
   std::string SleepersInTheSandbox() {
-    auto r = Exec({}, "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline; echo; done | "
-                      "grep -c 'sleep 3[0]0'");
+    auto r = Exec({},
+                  "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline; echo; done | "
+                  "grep -c 'sleep 3[0]0'");
     std::string out = r.out;
     while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
     return out;

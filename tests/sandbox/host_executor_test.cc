@@ -643,7 +643,9 @@ TEST(LoginShellTest, CachedProbeIsStableForOneKeyAndNeverSharedAcrossKeys) {
   EXPECT_EQ(*again, *first);
   // Another caller's shell is probed on its own: it never gets the first caller's PATH.
   Result<std::string> other = CachedLoginPath("/nonexistent-shell", kDefaultLoginProbeTimeout, env);
-  if (other) EXPECT_NE(*other, "") << "probed with the fallback shell";
+  if (other) {
+    EXPECT_NE(*other, "") << "probed with the fallback shell";
+  }
   Result<std::string> slow =
       CachedLoginPath("/bin/sh", milliseconds(1), {{"HOME", "/another-home"}, {"PATH", "/bin"}});
   EXPECT_FALSE(slow.has_value() && *slow == *first) << "another HOME got the first one's PATH";

@@ -42,8 +42,8 @@ std::vector<std::string> SplitBar(const std::string& s) {
 
 class AdoptedExec final : public RunningProcess {
  public:
-  AdoptedExec(std::shared_ptr<docker::Client> client, ExecTree tree, std::string key,
-              int64_t pid, int64_t timeout_ms)
+  AdoptedExec(std::shared_ptr<docker::Client> client, ExecTree tree, std::string key, int64_t pid,
+              int64_t timeout_ms)
       : client_(std::move(client)), tree_(std::move(tree)), key_(std::move(key)), pid_(pid) {
     started_ = std::chrono::steady_clock::now();
     if (timeout_ms > 0) deadline_ = started_ + std::chrono::milliseconds(timeout_ms);
@@ -137,9 +137,9 @@ class AdoptedExec final : public RunningProcess {
 }  // namespace
 
 std::string ExecAdoptionKey(const ExecTree& tree) {
-  const int64_t created_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                 tree.created_at.time_since_epoch())
-                                 .count();
+  const int64_t created_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(tree.created_at.time_since_epoch())
+          .count();
   return std::string(kKeyVersion) + "|" + tree.container + "|" + tree.exec_id + "|" + tree.token +
          "|" + tree.user + "|" + std::to_string(created_ns);
 }
@@ -160,9 +160,9 @@ Result<ExecTree> ParseExecAdoptionKey(const std::string& key) {
   tree.exec_id = f[2];
   tree.token = f[3];
   tree.user = f[4];
-  tree.created_at = Deadline::Clock::time_point(
-      std::chrono::duration_cast<Deadline::Clock::duration>(std::chrono::nanoseconds(
-          std::stoll(f[5]))));
+  tree.created_at =
+      Deadline::Clock::time_point(std::chrono::duration_cast<Deadline::Clock::duration>(
+          std::chrono::nanoseconds(std::stoll(f[5]))));
   return tree;
 }
 
@@ -178,8 +178,8 @@ Result<std::unique_ptr<RunningProcess>> AdoptExec(std::shared_ptr<docker::Client
     }
     return std::move(info).error();
   }
-  if (info->container_id.empty() || (info->container_id != tree.container &&
-                                     info->container_id.rfind(tree.container, 0) != 0)) {
+  if (info->container_id.empty() ||
+      (info->container_id != tree.container && info->container_id.rfind(tree.container, 0) != 0)) {
     return Error(ErrorCode::kInvalidArgument, "the exec is not in the key's container");
   }
   if (!info->running) return Error(ErrorCode::kNotFound, "the exec has ended");
