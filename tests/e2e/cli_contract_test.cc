@@ -138,7 +138,7 @@ TEST_P(CliContract, ExitCodes) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Paths, CliContract, ::testing::Values(false, true),
-                         [](const auto& info) { return info.param ? "Server" : "InProcess"; });
+                         [](const auto& p) { return p.param ? "Server" : "InProcess"; });
 
 using CliContractOnce = SandrunHome;
 
@@ -217,14 +217,14 @@ TEST_F(CliContractOnce, CwdHeaderFromAnotherUserIsRefused) {
     (void)!write(s, req.data(), req.size());
     char buf[4096];
     ssize_t n;
-    while ((n = read(s, buf, sizeof buf)) > 0) (void)!write(fds[1], buf, n);
+    while ((n = read(s, buf, sizeof buf)) > 0) (void)!write(fds[1], buf, static_cast<size_t>(n));
     _exit(0);
   }
   close(fds[1]);
   std::string reply;
   char buf[4096];
   ssize_t n;
-  while ((n = read(fds[0], buf, sizeof buf)) > 0) reply.append(buf, n);
+  while ((n = read(fds[0], buf, sizeof buf)) > 0) reply.append(buf, static_cast<size_t>(n));
   close(fds[0]);
   waitpid(child, nullptr, 0);
   ::chmod(home_.c_str(), 0700);
