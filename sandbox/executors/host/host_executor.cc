@@ -246,7 +246,7 @@ class HostRunningProcess final : public RunningProcess {
           // dropped.
           LiveSink guarded = [&state, &sink](Stream stream, std::string_view bytes) {
             std::lock_guard<std::mutex> lock(state->sink_mu);
-            if (!state->released) sink(stream, bytes);
+            if (!state->released && sink) sink(stream, bytes);
           };
           auto result = Pump(state->proc, std::move(streams), limits, guarded, &state->cancel,
                              Deadline::Clock::now(), &state->reap_mu);
