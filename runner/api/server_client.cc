@@ -20,10 +20,8 @@
 namespace sandrun::api {
 namespace {
 
-// The server speaks plain HTTP/1.1 on a local socket: a few lines of our own are enough, and a
-// one-shot CLI call then never loads libcurl (and its ~30 libraries) at all.
-Result<ServerReply> Exchange(const std::string& socket, const std::string& request,
-                             std::chrono::milliseconds timeout) {
+// The server's socket, connected.
+Result<UniqueFd> ConnectTo(const std::string& socket) {
   sockaddr_un addr{};
   if (socket.size() >= sizeof addr.sun_path) {
     return Error(ErrorCode::kInvalidArgument, "socket path too long: " + socket);
@@ -33,10 +31,16 @@ Result<ServerReply> Exchange(const std::string& socket, const std::string& reque
   addr.sun_family = AF_UNIX;
   socket.copy(addr.sun_path, sizeof addr.sun_path - 1);
   if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    Error e = Error::FromErrno(errno, "cannot connect to the server at " + socket);
-    e.code = ErrorCode::kDockerUnreachable;
-    return e;
+    return Error::FromErrno(errno, "cannot connect to the server at " + socket);
   }
+  return fd;
+}
+
+// The server speaks plain HTTP/1.1 on a local socket: a few lines of our own are enough, and a
+// one-shot CLI call then never loads libcurl (and its ~30 libraries) at all.
+Result<ServerReply> Exchange(const std::string& socket, const std::string& request,
+                             std::chrono::milliseconds timeout) {
+  SANDRUN_ASSIGN_OR_RETURN(UniqueFd fd, ConnectTo(socket));
   std::string_view out(request);
   while (!out.empty()) {
     ssize_t n = ::send(fd.get(), out.data(), out.size(), MSG_NOSIGNAL);
@@ -143,22 +147,6 @@ int PrintServerReply(const Result<ServerReply>& reply) {
 
 namespace sandrun::api {
 namespace {
-
-// The socket, connected; an Error as Exchange reports it.
-Result<UniqueFd> ConnectTo(const std::string& socket) {
-  sockaddr_un addr{};
-  if (socket.size() >= sizeof addr.sun_path) {
-    return Error(ErrorCode::kInvalidArgument, "socket path too long: " + socket);
-  }
-  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (!fd.valid()) return Error::FromErrno(errno, "socket");
-  addr.sun_family = AF_UNIX;
-  socket.copy(addr.sun_path, sizeof addr.sun_path - 1);
-  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    return Error::FromErrno(errno, "cannot connect to the server at " + socket);
-  }
-  return fd;
-}
 
 // Stdin frames waiting for the socket: the client never blocks on a write, so it always reads
 // the command's output (a command that writes without reading its stdin cannot deadlock us).

@@ -62,23 +62,23 @@ ExecDecision DecideExec(const ExecRequest& request, const DecisionInputs& in) {
   const config::AgentSettings& settings = *in.ctx.settings;
   d.background_allowed = IsToolAllowed(in.tools, kToolProcess);
   d.decision = Decide(settings, request, in.ctx.caller);
-  auto deny = [&d](Error e) -> ExecDecision& {
+  auto deny = [&d](Error e) {
     d.verdict = ExecVerdict::kDeny;
     d.reason = e.message;
     d.refusal = std::move(e);
-    return d;
+    return std::move(d);
   };
   // Tool policy first (SPEC §6b): a denied exec runs nothing, wherever it would have gone.
-  if (auto denied = CheckToolAllowed(in.tools, kToolExec)) return std::move(deny(*denied));
-  if (!d.decision.allowed()) return std::move(deny(*d.decision.refusal));
+  if (auto denied = CheckToolAllowed(in.tools, kToolExec)) return deny(*denied);
+  if (!d.decision.allowed()) return deny(*d.decision.refusal);
   auto gated = BuildPlan(d.decision, request, in.ctx);
-  if (!gated) return std::move(deny(std::move(gated).error()));
+  if (!gated) return deny(std::move(gated).error());
   d.gated = std::move(gated).value();
   exec::Plan& plan = d.gated->plan;
   // Script preflight (reference §3.5) where OpenClaw runs it: gateway runs below full/off.
   if (PreflightApplies(d.gated->decision)) {
     if (auto refused = ScriptPreflight(request.command, plan.cwd)) {
-      return std::move(deny(*refused));
+      return deny(*refused);
     }
   }
   if (!d.gated->decision.approvals_apply) {
@@ -87,8 +87,8 @@ ExecDecision DecideExec(const ExecRequest& request, const DecisionInputs& in) {
     return d;
   }
   if (!in.approvals) {
-    return std::move(deny(Error::Refusal(
-        "invalid-config", "internal: the approvals file was not loaded for a host command.")));
+    return deny(Error::Refusal("invalid-config",
+                               "internal: the approvals file was not loaded for a host command."));
   }
   // SPEC §6.5: allowlist, approvals file and inline eval decide what (if anything) runs.
   ApprovalInputs ai;

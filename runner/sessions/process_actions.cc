@@ -9,6 +9,7 @@
 #include "runner/sessions/keys.h"
 #include "runner/sessions/manager.h"
 #include "runner/sessions/text.h"
+#include "runner/wire/tool_result.h"
 
 namespace sandrun::sessions {
 namespace {
@@ -32,21 +33,9 @@ ProcessResult Refuse(std::string code, std::string message) {
 ProcessResult Reply(const std::string& text, const std::function<void(Writer&)>& details) {
   rapidjson::StringBuffer buffer;
   Writer w(buffer);
-  w.StartObject();
-  w.Key("content");
-  w.StartArray();
-  w.StartObject();
-  w.Key("type");
-  w.String("text");
-  w.Key("text");
-  Str(w, text);
-  w.EndObject();
-  w.EndArray();
-  w.Key("details");
-  w.StartObject();
+  BeginToolResult(w, text);
   details(w);
-  w.EndObject();
-  w.EndObject();
+  EndToolResult(w);
   return ProcessResult{std::string(buffer.GetString(), buffer.GetSize()), false};
 }
 

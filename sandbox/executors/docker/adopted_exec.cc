@@ -1,13 +1,13 @@
 #include "sandbox/executors/docker/adopted_exec.h"
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
-
-#include "sandbox/base/strings.h"
 
 namespace sandrun::exec {
 namespace {
