@@ -65,7 +65,8 @@ Status CheckDirectory(const std::string& path, std::string_view what, bool missi
 // What is on disk (a missing file: existed = false).
 Result<Disk> Read(const std::string& path, std::string_view what);
 Result<FileLock> Lock(const std::string& path);
-// With the lock held: keeps the unparsable file as <path>.corrupt-<ms>; returns the error saying so.
+// With the lock held: keeps the unparsable file as <path>.corrupt-<ms>; returns the error saying
+// so.
 Error MoveAside(const std::string& path, Error parse_error);
 // With the lock held: removes crashed writers' temp files and writes `text` (0600, durable).
 Status Write(const std::string& path, std::string_view text);
