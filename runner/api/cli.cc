@@ -16,6 +16,7 @@
 #include "runner/api/policy_cmd.h"
 #include "runner/api/sandbox_cmd.h"
 #include "runner/api/serve.h"
+#include "runner/api/token_cmd.h"
 #include "sandbox/docker/client.h"
 #include "sandbox/docker/image_build.h"
 
@@ -244,6 +245,9 @@ int RunCli(int argc, char** argv) {
       "audit", "Warn about risky exec policy (safe bins, allowlisted interpreters, file modes)");
   audit->add_flag("--json", audit_json, "Print the findings as JSON");
 
+  TokenFlags token_flags;
+  CLI::App* token = AddTokenCommand(app, token_flags);
+
   bool doctor_json = false;
   CLI::App* doctor = app.add_subcommand(
       "doctor", "Check the Docker engine, sandbox images, seccomp and the state dir");
@@ -286,6 +290,7 @@ int RunCli(int argc, char** argv) {
     return RunExecCommand(global, exec_flags);
   }
   if (process->parsed()) return RunProcessCommand(global, process_flags);
+  if (token->parsed()) return RunTokenCommand(global, token_flags);
   if (serve->parsed()) return RunServeCommand(global, serve_options);
   if (apply_patch->parsed()) return RunApplyPatchCommand(global, patch_flags);
   if (sandbox->parsed()) {

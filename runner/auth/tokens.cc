@@ -64,7 +64,8 @@ std::optional<std::string> AgentGlobError(std::string_view glob) {
 std::optional<std::string> TenantError(std::string_view tenant, Role role) {
   if (tenant.empty()) {
     if (role == Role::kAdmin) return std::nullopt;
-    return std::string("a token needs --tenant (only an admin token may have the local tenant \"\")");
+    return std::string(
+        "a token needs --tenant (only an admin token may have the local tenant \"\")");
   }
   return config::TenantIdError(tenant);
 }
@@ -175,7 +176,8 @@ bool DigestsEqual(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
   unsigned diff = 0;
   for (size_t i = 0; i < a.size(); ++i) {
-    diff |= static_cast<unsigned>(static_cast<unsigned char>(a[i]) ^ static_cast<unsigned char>(b[i]));
+    diff |=
+        static_cast<unsigned>(static_cast<unsigned char>(a[i]) ^ static_cast<unsigned char>(b[i]));
   }
   return diff == 0;
 }
@@ -205,8 +207,7 @@ std::string TokensPath(const std::string& state_dir) { return state_dir + "/toke
 
 Result<TokensFile> ParseTokens(std::string_view text, const std::string& path,
                                std::vector<std::string>* /*warnings*/) {
-  SANDRUN_ASSIGN_OR_RETURN(std::optional<config::JsonFile> json,
-                           config::ParseJsonFile(text, path));
+  SANDRUN_ASSIGN_OR_RETURN(std::optional<config::JsonFile> json, config::ParseJsonFile(text, path));
   if (!json) return TokensFile{};
   return Parser(json->lines).Parse(json->doc);
 }
@@ -264,8 +265,8 @@ Result<NewToken> CreateToken(const std::string& path, const TokenSpec& spec, int
     return Error(ErrorCode::kInvalidArgument, *bad);
   }
   if (spec.ttl_ms < 0) return Error(ErrorCode::kInvalidArgument, "a negative expiry");
-  std::vector<std::string> agents = spec.agents.empty() ? std::vector<std::string>{"*"}
-                                                        : spec.agents;
+  std::vector<std::string> agents =
+      spec.agents.empty() ? std::vector<std::string>{"*"} : spec.agents;
   if (agents.size() > kMaxAgents) {
     return Error(ErrorCode::kInvalidArgument, "at most 64 agent globs per token");
   }

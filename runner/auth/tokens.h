@@ -62,7 +62,8 @@ std::string SerializeTokens(const TokensFile& file);
 
 // A missing file has no tokens. Errors: unusable or corrupt file (moved aside, as the approvals
 // file), a file others can write.
-Result<TokensFile> LoadTokens(const std::string& path, std::vector<std::string>* warnings = nullptr);
+Result<TokensFile> LoadTokens(const std::string& path,
+                              std::vector<std::string>* warnings = nullptr);
 
 struct TokenSpec {
   std::string tenant;

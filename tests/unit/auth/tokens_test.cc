@@ -209,14 +209,16 @@ TEST_F(TokensTest, ParsingIsStrict) {
        "1 to 64"},
       {R"({"version": 1, "tokens": [{"name": "n", "tenant": "acme", "role": "agent", "agents": )"
        R"(["*"], "sha256": ")" +
-           digest + R"("}, {"name": "n", "tenant": "acme", "role": "agent", "agents": ["*"], )"
-                    R"("sha256": ")" +
+           digest +
+           R"("}, {"name": "n", "tenant": "acme", "role": "agent", "agents": ["*"], )"
+           R"("sha256": ")" +
            std::string(64, 'b') + "\"}]}",
        "duplicate name"},
       {R"({"version": 1, "tokens": [{"name": "n", "tenant": "acme", "role": "agent", "agents": )"
        R"(["*"], "sha256": ")" +
-           digest + R"("}, {"name": "m", "tenant": "acme", "role": "agent", "agents": ["*"], )"
-                    R"("sha256": ")" +
+           digest +
+           R"("}, {"name": "m", "tenant": "acme", "role": "agent", "agents": ["*"], )"
+           R"("sha256": ")" +
            digest + "\"}]}",
        "duplicate sha256"},
   };
