@@ -16,8 +16,7 @@ namespace {
 
 int Refuse(const Error& e) {
   PrintError(e.ToString());
-  return e.code == ErrorCode::kInternal || e.code == ErrorCode::kSyscall ||
-                 e.code == ErrorCode::kIo
+  return e.code == ErrorCode::kInternal || e.code == ErrorCode::kSyscall || e.code == ErrorCode::kIo
              ? kExitFailure
              : kExitRefused;
 }

@@ -75,9 +75,9 @@ TEST_F(TokenCli, RevokeKeepsTheNameTaken) {
 }
 
 TEST_F(TokenCli, BadInputIsRefusedAndChangesNothing) {
-  ASSERT_EQ(Sandrun({"token", "create", "--tenant", "acme", "--role", "agent", "--name", "a"})
-                .exit_code,
-            0);
+  ASSERT_EQ(
+      Sandrun({"token", "create", "--tenant", "acme", "--role", "agent", "--name", "a"}).exit_code,
+      0);
   const std::string before = TokensFile();
   struct Case {
     std::vector<std::string> args;
