@@ -105,8 +105,8 @@ TEST_F(Serve, YieldMsBackgroundsSlowRunsAndNotFastOnes) {
 }
 
 TEST_F(Serve, PtySessionInTheSandboxDrivenBySendKeys) {
-  std::string id = Background({"--pty"}, "read line; echo got:$line; cat -v");
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  std::string id = Background({"--pty"}, "echo ready; read line; echo got:$line; cat -v");
+  WaitForOutput(id, "ready");
   Process({"send-keys", "--session-id", id, "--literal", "hello", "--keys", "Enter"});
   Process({"send-keys", "--session-id", id, "--keys", "Up", "--keys", "Enter"});
   Process({"paste", "--session-id", id, "--text", "pasted"});
