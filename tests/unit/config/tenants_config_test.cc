@@ -23,7 +23,9 @@ class TenantsConfig : public ::testing::Test {
     ASSERT_NE(mkdtemp(templ), nullptr);
     path_ = std::string(templ) + "/config.json";
   }
-  void TearDown() override { std::filesystem::remove_all(std::filesystem::path(path_).parent_path()); }
+  void TearDown() override {
+    std::filesystem::remove_all(std::filesystem::path(path_).parent_path());
+  }
 
   Result<Config> Read(const std::string& text) {
     std::ofstream(path_, std::ios::binary) << text;
@@ -141,9 +143,11 @@ TEST_F(TenantsConfig, BadTenantsAreErrorsWithPositions) {
       {R"({"tenants": {"": {}}})", "tenant"},
       {R"({"tenants": {"acme": []}})", "expected an object"},
       {R"({"tenants": {"acme": {"hostExecution": "yes"}}})", "true or false"},
-      {R"({"tenants": {"acme": {"quotas": {"maxSessions": -1}}}})", "tenants.acme.quotas.maxSessions"},
+      {R"({"tenants": {"acme": {"quotas": {"maxSessions": -1}}}})",
+       "tenants.acme.quotas.maxSessions"},
       {R"({"tenants": {"acme": {"quotas": {"memory": "lots"}}}})", "tenants.acme.quotas.memory"},
-      {R"({"tenants": {"acme": {"tools": {"exec": {"host": "spark"}}}}})", "tenants.acme.tools.exec.host"},
+      {R"({"tenants": {"acme": {"tools": {"exec": {"host": "spark"}}}}})",
+       "tenants.acme.tools.exec.host"},
       {R"({"tenants": {"acme": {"agents": {"x": {}, "list": [{"id": "x"}]}}}})", "defined twice"},
       {R"({"tenants": {"acme": {"agents": {"bad id": {}}}}})", "invalid agent id"},
   };
