@@ -10,6 +10,7 @@
 
 #include "runner/api/apply_patch_tool.h"
 #include "runner/api/audit_cmd.h"
+#include "runner/api/audit_log_cmd.h"
 #include "runner/api/cli_context.h"
 #include "runner/api/doctor.h"
 #include "runner/api/exec_cmd.h"
@@ -244,6 +245,8 @@ int RunCli(int argc, char** argv) {
   CLI::App* audit = app.add_subcommand(
       "audit", "Warn about risky exec policy (safe bins, allowlisted interpreters, file modes)");
   audit->add_flag("--json", audit_json, "Print the findings as JSON");
+  AuditLogFlags audit_log_flags;
+  CLI::App* audit_log = AddAuditLogCommand(*audit, audit_log_flags);
 
   TokenFlags token_flags;
   CLI::App* token = AddTokenCommand(app, token_flags);
@@ -315,6 +318,7 @@ int RunCli(int argc, char** argv) {
     (void)allowlist_list;
     return RunApprovalsCommand(global, approvals_flags);
   }
+  if (audit_log->parsed()) return RunAuditLogCommand(global, audit_log_flags);
   if (audit->parsed()) return RunAuditCommand(global, audit_json);
   if (doctor->parsed()) return RunDoctorCommand(doctor_json);
   if (image_build->parsed()) return RunImageBuild(image_name, image_force, images_dir);

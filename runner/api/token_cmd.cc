@@ -2,12 +2,12 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
-#include <ctime>
 #include <iostream>
 
 #include "runner/auth/tokens.h"
 #include "runner/config/state_dir.h"
 #include "sandbox/base/clock.h"
+#include "sandbox/base/duration.h"
 #include "sandbox/base/json.h"
 #include "sandbox/base/strings.h"
 
@@ -19,16 +19,6 @@ int Refuse(const Error& e) {
   return e.code == ErrorCode::kInternal || e.code == ErrorCode::kSyscall || e.code == ErrorCode::kIo
              ? kExitFailure
              : kExitRefused;
-}
-
-std::string UtcTime(int64_t ms) {
-  if (ms == 0) return "-";
-  std::time_t t = static_cast<std::time_t>(ms / 1000);
-  std::tm tm{};
-  ::gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
 }
 
 std::string Status(const auth::Token& t, int64_t now_ms) {
@@ -92,7 +82,7 @@ int List(const std::string& path, bool json) {
     std::printf("%-24s %-16s %-9s %-8s %-20s %-20s %s\n", t.name.c_str(),
                 t.tenant.empty() ? "\"\"" : t.tenant.c_str(),
                 std::string(auth::RoleName(t.role)).c_str(), Status(t, now).c_str(),
-                UtcTime(t.created_ms).c_str(), UtcTime(t.expires_ms).c_str(),
+                UtcTimestamp(t.created_ms).c_str(), UtcTimestamp(t.expires_ms).c_str(),
                 Joined(t.agents).c_str());
   }
   return kExitOk;
@@ -145,7 +135,7 @@ int RunTokenCommand(const GlobalOptions& /*global*/, const TokenFlags& flags) {
   spec.name = flags.name;
   spec.agents = flags.agents;
   if (!flags.expires.empty()) {
-    auto ttl = auth::ParseTokenDuration(flags.expires);
+    auto ttl = ParseDurationMs(flags.expires);
     if (!ttl) return Refuse(std::move(ttl).error().Wrap("--expires"));
     spec.ttl_ms = *ttl;
   }
@@ -156,7 +146,7 @@ int RunTokenCommand(const GlobalOptions& /*global*/, const TokenFlags& flags) {
                "sandrun: created token %s (tenant \"%s\", role %s, agents %s, expires %s); the "
                "secret below is shown only this once\n",
                t.name.c_str(), t.tenant.c_str(), std::string(auth::RoleName(t.role)).c_str(),
-               Joined(t.agents).c_str(), UtcTime(t.expires_ms).c_str());
+               Joined(t.agents).c_str(), UtcTimestamp(t.expires_ms).c_str());
   std::cout << created->secret << "\n" << std::flush;
   return kExitOk;
 }

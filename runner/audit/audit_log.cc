@@ -150,7 +150,8 @@ Status AuditLog::Append(AuditRecord record) {
   SANDRUN_ASSIGN_OR_RETURN(FileLock lock, FileLock::Acquire(dir_ + "/audit.lock"));
   SANDRUN_RETURN_IF_ERROR(RotateIfNeeded(line.size()));
   const std::string current = dir_ + "/" + kFileName;
-  UniqueFd fd(::open(current.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+  UniqueFd fd(
+      ::open(current.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
   if (!fd.valid()) return Error::FromErrno(errno, "opening the audit log " + current);
   ssize_t n = ::write(fd.get(), line.data(), line.size());
   if (n != static_cast<ssize_t>(line.size())) {

@@ -45,9 +45,9 @@ struct AuditRecord {
   std::string role;
   std::string agent;
   std::string session;
-  std::string tool;     // exec, process, apply_patch, approval, ...
-  std::string action;   // an operator action (approve, deny, kill, ...); "" for a tool call
-  std::string command;  // capped by Append
+  std::string tool;            // exec, process, apply_patch, approval, ...
+  std::string action;          // an operator action (approve, deny, kill, ...); "" for a tool call
+  std::string command;         // capped by Append
   std::string command_sha256;  // filled by Append from the whole command
   std::string host;            // sandbox, gateway, node
   std::string decision;        // allow, deny, ask, needs-review, ...

@@ -83,9 +83,6 @@ Result<NewToken> CreateToken(const std::string& path, const TokenSpec& spec, int
 // revoked token is a no-op that returns it.
 Result<Token> RevokeToken(const std::string& path, std::string_view name, int64_t now_ms);
 
-// Parses "30s", "15m", "12h", "7d", "2w" (one number, one unit) into milliseconds.
-Result<int64_t> ParseTokenDuration(std::string_view text);
-
 // Who a valid secret belongs to.
 struct Identity {
   std::string token_name;

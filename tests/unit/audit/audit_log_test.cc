@@ -127,7 +127,8 @@ TEST_F(AuditLogTest, ConcurrentWritersNeverTearALine) {
         threads.emplace_back([&, t] {
           for (int i = 0; i < kLines; ++i) {
             AuditRecord r = Record("p" + std::to_string(p), i);
-            r.command = std::string(static_cast<size_t>(200 + (i % 7) * 50), static_cast<char>('a' + t));
+            r.command =
+                std::string(static_cast<size_t>(200 + (i % 7) * 50), static_cast<char>('a' + t));
             if (!(*log)->Append(r)) _exit(2);
           }
         });

@@ -274,16 +274,5 @@ TEST(AgentGlob, Matches) {
   EXPECT_FALSE(AgentGlobMatch("a*b*c", "aXXbYY"));
 }
 
-TEST(TokenDuration, Parses) {
-  EXPECT_EQ(*ParseTokenDuration("30s"), 30000);
-  EXPECT_EQ(*ParseTokenDuration("15m"), 900000);
-  EXPECT_EQ(*ParseTokenDuration("12h"), 43200000);
-  EXPECT_EQ(*ParseTokenDuration("7d"), 604800000);
-  EXPECT_EQ(*ParseTokenDuration("2w"), 1209600000);
-  for (const char* bad : {"", "d", "0d", "-1d", "1.5h", "10", "3y", "1dd", " 1d", "99999999999w"}) {
-    EXPECT_FALSE(ParseTokenDuration(bad)) << bad;
-  }
-}
-
 }  // namespace
 }  // namespace sandrun::auth
