@@ -47,22 +47,7 @@ int List(const std::string& path, bool json) {
     w.StartArray();
     for (const auth::Token& t : file->tokens) {
       w.StartObject();
-      w.Key("name");
-      WriteJsonString(w, t.name);
-      w.Key("tenant");
-      WriteJsonString(w, t.tenant);
-      w.Key("role");
-      WriteJsonString(w, auth::RoleName(t.role));
-      w.Key("agents");
-      w.StartArray();
-      for (const std::string& a : t.agents) WriteJsonString(w, a);
-      w.EndArray();
-      w.Key("createdAt");
-      w.Int64(t.created_ms);
-      w.Key("expiresAt");
-      w.Int64(t.expires_ms);
-      w.Key("revokedAt");
-      w.Int64(t.revoked_ms);
+      auth::WriteTokenFields(w, t);
       w.Key("status");
       WriteJsonString(w, Status(t, now));
       w.EndObject();

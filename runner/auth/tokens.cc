@@ -223,25 +223,7 @@ std::string SerializeTokens(const TokensFile& file) {
   w.StartArray();
   for (const Token& t : file.tokens) {
     w.StartObject();
-    w.Key("name");
-    w.String(t.name.c_str(), static_cast<rapidjson::SizeType>(t.name.size()));
-    w.Key("tenant");
-    w.String(t.tenant.c_str(), static_cast<rapidjson::SizeType>(t.tenant.size()));
-    w.Key("role");
-    std::string_view role = RoleName(t.role);
-    w.String(role.data(), static_cast<rapidjson::SizeType>(role.size()));
-    w.Key("agents");
-    w.StartArray();
-    for (const std::string& a : t.agents) {
-      w.String(a.c_str(), static_cast<rapidjson::SizeType>(a.size()));
-    }
-    w.EndArray();
-    w.Key("createdAt");
-    w.Int64(t.created_ms);
-    w.Key("expiresAt");
-    w.Int64(t.expires_ms);
-    w.Key("revokedAt");
-    w.Int64(t.revoked_ms);
+    WriteTokenFields(w, t);
     w.Key("sha256");
     w.String(t.sha256.c_str(), static_cast<rapidjson::SizeType>(t.sha256.size()));
     w.EndObject();

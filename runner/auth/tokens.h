@@ -24,6 +24,8 @@
 //   if (who && auth::AgentAllowed(*who, agent)) ...
 #pragma once
 
+#include <rapidjson/rapidjson.h>
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -59,6 +61,31 @@ std::string TokensPath(const std::string& state_dir);
 Result<TokensFile> ParseTokens(std::string_view text, const std::string& path,
                                std::vector<std::string>* warnings);
 std::string SerializeTokens(const TokensFile& file);
+
+// The members of a token other than its digest (name, tenant, role, agents, createdAt,
+// expiresAt, revokedAt) into an open JSON object: for the file and for listings alike.
+template <typename Writer>
+void WriteTokenFields(Writer& w, const Token& t) {
+  auto str = [&w](std::string_view s) {
+    w.String(s.data(), static_cast<rapidjson::SizeType>(s.size()));
+  };
+  w.Key("name");
+  str(t.name);
+  w.Key("tenant");
+  str(t.tenant);
+  w.Key("role");
+  str(RoleName(t.role));
+  w.Key("agents");
+  w.StartArray();
+  for (const std::string& a : t.agents) str(a);
+  w.EndArray();
+  w.Key("createdAt");
+  w.Int64(t.created_ms);
+  w.Key("expiresAt");
+  w.Int64(t.expires_ms);
+  w.Key("revokedAt");
+  w.Int64(t.revoked_ms);
+}
 
 // A missing file has no tokens. Errors: unusable or corrupt file (moved aside, as the approvals
 // file), a file others can write.

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "sandbox/base/sha256.h"
+#include "tests/support/temp_dir.h"
 
 namespace sandrun::audit {
 namespace {
@@ -22,14 +23,6 @@ using ::testing::HasSubstr;
 
 class AuditLogTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char templ[] = "/tmp/sandrun-audit-test-XXXXXX";
-    ASSERT_NE(mkdtemp(templ), nullptr);
-    root_ = templ;
-    dir_ = AuditDir(root_);
-  }
-  void TearDown() override { std::filesystem::remove_all(root_); }
-
   static AuditRecord Record(const std::string& tenant, int i) {
     AuditRecord r;
     r.time_ms = 1790000000000 + i;
@@ -46,7 +39,9 @@ class AuditLogTest : public ::testing::Test {
     r.duration_ms = 10 + i;
     return r;
   }
-  std::string root_, dir_;
+  sandrun::testing::TempDir tmp_{"audit-test"};
+  std::string root_ = tmp_.path();
+  std::string dir_ = AuditDir(root_);
 };
 
 TEST_F(AuditLogTest, LinesRoundTrip) {

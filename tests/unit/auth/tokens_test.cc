@@ -13,6 +13,8 @@
 #include <sstream>
 #include <string>
 
+#include "tests/support/temp_dir.h"
+
 namespace sandrun::auth {
 namespace {
 
@@ -24,14 +26,6 @@ constexpr int64_t kNow = 1790000000000;
 
 class TokensTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char templ[] = "/tmp/sandrun-tokens-test-XXXXXX";
-    ASSERT_NE(mkdtemp(templ), nullptr);
-    root_ = templ;
-    path_ = TokensPath(root_);
-  }
-  void TearDown() override { std::filesystem::remove_all(root_); }
-
   static std::string Read(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     std::stringstream s;
@@ -53,8 +47,9 @@ class TokensTest : public ::testing::Test {
     return f ? *f : TokensFile{};
   }
 
-  std::string root_;
-  std::string path_;
+  sandrun::testing::TempDir tmp_{"tokens-test"};
+  std::string root_ = tmp_.path();
+  std::string path_ = TokensPath(root_);
 };
 
 TEST_F(TokensTest, CreatePrintsASecretAndStoresOnlyItsDigest) {

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "runner/config/config.h"
+#include "tests/support/temp_dir.h"
 
 namespace sandrun::config {
 namespace {
@@ -18,15 +19,6 @@ using ::testing::HasSubstr;
 
 class TenantsConfig : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char templ[] = "/tmp/sandrun-tenants-test-XXXXXX";
-    ASSERT_NE(mkdtemp(templ), nullptr);
-    path_ = std::string(templ) + "/config.json";
-  }
-  void TearDown() override {
-    std::filesystem::remove_all(std::filesystem::path(path_).parent_path());
-  }
-
   Result<Config> Read(const std::string& text) {
     std::ofstream(path_, std::ios::binary) << text;
     return LoadConfig(path_, true);
@@ -36,7 +28,8 @@ class TenantsConfig : public ::testing::Test {
     EXPECT_TRUE(c) << c.error().message;
     return c ? *c : Config{};
   }
-  std::string path_;
+  sandrun::testing::TempDir tmp_{"tenants-test"};
+  std::string path_ = tmp_.path() + "/config.json";
 };
 
 TEST_F(TenantsConfig, ATenantLayersOverTheWholeFile) {
