@@ -10,12 +10,14 @@
 
 #include "runner/api/apply_patch_tool.h"
 #include "runner/api/audit_cmd.h"
+#include "runner/api/audit_log_cmd.h"
 #include "runner/api/cli_context.h"
 #include "runner/api/doctor.h"
 #include "runner/api/exec_cmd.h"
 #include "runner/api/policy_cmd.h"
 #include "runner/api/sandbox_cmd.h"
 #include "runner/api/serve.h"
+#include "runner/api/token_cmd.h"
 #include "sandbox/docker/client.h"
 #include "sandbox/docker/image_build.h"
 
@@ -243,6 +245,11 @@ int RunCli(int argc, char** argv) {
   CLI::App* audit = app.add_subcommand(
       "audit", "Warn about risky exec policy (safe bins, allowlisted interpreters, file modes)");
   audit->add_flag("--json", audit_json, "Print the findings as JSON");
+  AuditLogFlags audit_log_flags;
+  CLI::App* audit_log = AddAuditLogCommand(*audit, audit_log_flags);
+
+  TokenFlags token_flags;
+  CLI::App* token = AddTokenCommand(app, token_flags);
 
   bool doctor_json = false;
   CLI::App* doctor = app.add_subcommand(
@@ -286,6 +293,7 @@ int RunCli(int argc, char** argv) {
     return RunExecCommand(global, exec_flags);
   }
   if (process->parsed()) return RunProcessCommand(global, process_flags);
+  if (token->parsed()) return RunTokenCommand(global, token_flags);
   if (serve->parsed()) return RunServeCommand(global, serve_options);
   if (apply_patch->parsed()) return RunApplyPatchCommand(global, patch_flags);
   if (sandbox->parsed()) {
@@ -310,6 +318,7 @@ int RunCli(int argc, char** argv) {
     (void)allowlist_list;
     return RunApprovalsCommand(global, approvals_flags);
   }
+  if (audit_log->parsed()) return RunAuditLogCommand(global, audit_log_flags);
   if (audit->parsed()) return RunAuditCommand(global, audit_json);
   if (doctor->parsed()) return RunDoctorCommand(doctor_json);
   if (image_build->parsed()) return RunImageBuild(image_name, image_force, images_dir);

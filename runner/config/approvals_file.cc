@@ -30,7 +30,6 @@ namespace {
 
 using rapidjson::Value;
 
-constexpr size_t kMaxFileBytes = 16u << 20;
 constexpr size_t kMaxNesting = 64;
 constexpr int64_t kMaxSafeInteger = (int64_t{1} << 53) - 1;  // JavaScript's, as OpenClaw writes
 
@@ -398,139 +397,6 @@ T ResolveField(const ApprovalsFile& file, const std::string& agent_id,
   return fallback;
 }
 
-std::string DirectoryOf(const std::string& path) {
-  std::string dir = std::filesystem::path(path).parent_path().string();
-  return dir.empty() ? "." : dir;
-}
-
-// The directory of `path` must be a real directory (not a symlink to one). `missing_ok`: a
-// directory that does not exist is fine (there is no file either).
-Status CheckDirectory(const std::string& path, bool missing_ok) {
-  std::string dir = DirectoryOf(path);
-  struct stat st;
-  if (::lstat(dir.c_str(), &st) != 0) {
-    if (errno == ENOENT && missing_ok) return Ok();
-    return Error::FromErrno(errno, "cannot use the directory of " + path);
-  }
-  if (S_ISLNK(st.st_mode)) {
-    return Error(ErrorCode::kInvalidArgument,
-                 dir + " is a symlink; refusing to use the approvals file " + path +
-                     " through it (use the real directory)");
-  }
-  if (!S_ISDIR(st.st_mode)) {
-    return Error(ErrorCode::kInvalidArgument, dir + " is not a directory");
-  }
-  return Ok();
-}
-
-// What is on disk: the text and its parse, or the parse error (to move the file aside).
-struct DiskState {
-  LoadedApprovals loaded;
-  std::string text;
-  bool is_private = true;  // mode within 0600 and owned by us
-  std::optional<Error> parse_error;
-};
-
-Result<DiskState> ReadDisk(const std::string& path) {
-  DiskState state;
-  struct stat st;
-  if (::lstat(path.c_str(), &st) != 0) {
-    if (errno == ENOENT) return state;
-    return Error::FromErrno(errno, "cannot stat " + path);
-  }
-  if (S_ISLNK(st.st_mode)) {
-    return Error(ErrorCode::kInvalidArgument,
-                 path + " is a symlink; refusing to read or replace it (make it a regular file)");
-  }
-  if (!S_ISREG(st.st_mode)) {
-    return Error(ErrorCode::kInvalidArgument, path + " is not a regular file");
-  }
-  // Whoever else can write the allowlists decides what runs on the host without approval.
-  if (Status trusted = CheckTrustedFile(path, "approvals file");
-      !trusted && trusted.error().code != ErrorCode::kNotFound) {
-    return std::move(trusted).error();
-  }
-  Result<std::string> text = ReadFile(path, kMaxFileBytes);
-  if (!text) {
-    if (text.error().code == ErrorCode::kNotFound) return state;  // removed meanwhile
-    return std::move(text).error();
-  }
-  state.loaded.existed = true;
-  state.text = std::move(*text);
-  std::vector<std::string>& warnings = state.loaded.warnings;
-  if ((st.st_mode & 0777 & ~static_cast<mode_t>(0600)) != 0) {
-    char mode[8];
-    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
-    warnings.push_back(path + " has mode " + mode + ", wider than 0600: others may read or " +
-                       "change the approvals (fix: chmod 600 " + path + ")");
-    state.is_private = false;
-  }
-  if (st.st_uid != ::geteuid()) {
-    warnings.push_back(path + " is owned by uid " + std::to_string(st.st_uid) +
-                       ", not by the current user (uid " + std::to_string(::geteuid()) + ")");
-    state.is_private = false;
-  }
-  Result<ApprovalsFile> file = ParseApprovals(state.text, path, &warnings);
-  if (file) {
-    state.loaded.file = std::move(*file);
-  } else {
-    state.parse_error = std::move(file).error();
-  }
-  return state;
-}
-
-// The lock file next to `path`; a symlink there is refused rather than followed.
-Result<FileLock> LockApprovals(const std::string& path) {
-  std::string lock_path = path + ".lock";
-  struct stat st;
-  if (::lstat(lock_path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
-    return Error(ErrorCode::kInvalidArgument,
-                 lock_path + " is not a regular file; refusing to lock through it");
-  }
-  return FileLock::Acquire(lock_path);
-}
-
-// Renames `from` to `to` unless `to` exists (EEXIST then).
-int RenameNoReplace(const std::string& from, const std::string& to) {
-  if (::renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE) == 0) return 0;
-  if (errno != EINVAL && errno != ENOSYS) return -1;
-  // A file system without RENAME_NOREPLACE: link() refuses an existing name too.
-  if (::link(from.c_str(), to.c_str()) != 0) return -1;
-  return ::unlink(from.c_str());
-}
-
-// Called with the lock held: keeps the unparsable file as <path>.corrupt-<ms> and returns the
-// parse error saying so.
-Error MoveAside(const std::string& path, Error parse_error) {
-  std::string base = path + ".corrupt-" + std::to_string(UnixMillis());
-  std::string aside = base;
-  int rc = -1;
-  for (int i = 1; i <= 100; ++i) {
-    rc = RenameNoReplace(path, aside);
-    if (rc == 0 || errno != EEXIST) break;
-    aside = base + "-" + std::to_string(i);
-  }
-  if (rc != 0) {
-    Error failed = Error::FromErrno(errno, "cannot move it to " + aside);
-    parse_error.message += "; the file was left in place (" + failed.message + ")";
-    return parse_error;
-  }
-  parse_error.code = ErrorCode::kInvalidArgument;
-  parse_error.message += "; the file was kept as " + aside + " and a fresh one will be started";
-  return parse_error;
-}
-
-// Called with the lock held: temp files of writers that crashed before their rename.
-void RemoveStaleTemps(const std::string& path) {
-  std::filesystem::path p(path);
-  std::string prefix = p.filename().string() + ".tmp-";
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(DirectoryOf(path), ec)) {
-    std::string name = entry.path().filename().string();
-    if (name.starts_with(prefix)) ::unlink(entry.path().c_str());
-  }
-}
-
 }  // namespace
 
 Result<ApprovalsFile> ParseApprovals(std::string_view text, const std::string& path,
@@ -601,38 +467,19 @@ std::string ApprovalsPath(const std::string& state_dir) {
   return state_dir + "/exec-approvals.json";
 }
 
+const StateFileFormat<ApprovalsFile>& ApprovalsFormat() {
+  static const StateFileFormat<ApprovalsFile> format{"approvals file", ParseApprovals,
+                                                     SerializeApprovals};
+  return format;
+}
+
 Result<LoadedApprovals> LoadApprovals(const std::string& path) {
-  SANDRUN_RETURN_IF_ERROR(CheckDirectory(path, /*missing_ok=*/true));
-  SANDRUN_ASSIGN_OR_RETURN(DiskState first, ReadDisk(path));
-  if (!first.parse_error) return std::move(first.loaded);
-  // Decide under the lock: a writer may have replaced the file since it was read.
-  SANDRUN_ASSIGN_OR_RETURN(FileLock lock, LockApprovals(path));
-  SANDRUN_ASSIGN_OR_RETURN(DiskState again, ReadDisk(path));
-  if (!again.parse_error) return std::move(again.loaded);
-  return MoveAside(path, std::move(*again.parse_error));
+  return LoadStateFile(path, ApprovalsFormat());
 }
 
 Result<ApprovalsFile> UpdateApprovals(const std::string& path,
                                       const std::function<Status(ApprovalsFile&)>& mutate) {
-  SANDRUN_RETURN_IF_ERROR(CheckDirectory(path, /*missing_ok=*/true));
-  SANDRUN_RETURN_IF_ERROR(EnsureDirectory(DirectoryOf(path), 0700));
-  SANDRUN_RETURN_IF_ERROR(CheckDirectory(path, /*missing_ok=*/false));
-  SANDRUN_ASSIGN_OR_RETURN(FileLock lock, LockApprovals(path));
-  SANDRUN_ASSIGN_OR_RETURN(DiskState state, ReadDisk(path));
-  if (state.parse_error) return MoveAside(path, std::move(*state.parse_error));
-
-  ApprovalsFile file = std::move(state.loaded.file);
-  SANDRUN_RETURN_IF_ERROR(mutate(file));
-  std::string text = SerializeApprovals(file);
-  RemoveStaleTemps(path);
-  if (state.loaded.existed && state.is_private && text == state.text) return file;
-  if (!state.loaded.existed && file == ApprovalsFile{}) return file;  // nothing to create
-  AtomicWriteOptions options;
-  options.mode = 0600;
-  options.durable = true;
-  options.sync_directory = true;
-  SANDRUN_RETURN_IF_ERROR(WriteFileAtomic(path, text, options));
-  return file;
+  return UpdateStateFile(path, ApprovalsFormat(), mutate);
 }
 
 std::string NewEntryId() {

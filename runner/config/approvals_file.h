@@ -58,6 +58,7 @@
 #include <vector>
 
 #include "runner/config/settings.h"
+#include "runner/config/state_file.h"
 #include "sandbox/base/result.h"
 
 namespace sandrun::config {
@@ -132,12 +133,9 @@ ResolvedApprovals ResolveApprovals(const ApprovalsFile& file, const std::string&
 // `state_dir` + "/exec-approvals.json".
 std::string ApprovalsPath(const std::string& state_dir);
 
-struct LoadedApprovals {
-  ApprovalsFile file;
-  bool existed = false;               // false: no file (an empty ApprovalsFile)
-  std::vector<std::string> warnings;  // normalisation, and a file that is not private (mode
-                                      // wider than 0600, or not owned by us)
-};
+// existed = false: no file (an empty ApprovalsFile); warnings: normalisation, and a file that is
+// not private (mode wider than 0600, or not owned by us).
+using LoadedApprovals = LoadedState<ApprovalsFile>;
 
 // Reads and parses `path`. A missing file is an empty one (existed = false). Errors: `path` or
 // its directory is a symlink, or is not a regular file / directory (kInvalidArgument); read

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "runner/config/config_reader.h"
+#include "runner/config/ids.h"
 #include "runner/config/json_lines.h"
 #include "runner/config/state_dir.h"
 #include "sandbox/base/json.h"
@@ -81,11 +82,93 @@ class Loader : public ConfigReader {
              }},
             {"server", [&](const Value& v,
                            const std::string& p) { return ApplyServer(v, p, &config->server); }},
+            {"tenants",
+             [&](const Value& v, const std::string& p) -> Status {
+               if (!v.IsObject()) return Expected(p, "an object of tenants", v);
+               return Ok();
+             }},
         }));
     if (agents != nullptr && agents->IsObject()) {
-      SANDRUN_RETURN_IF_ERROR(ApplyAgents(*agents, "agents", config));
+      SANDRUN_RETURN_IF_ERROR(
+          ApplyAgents(*agents, "agents", config->global, &config->agents, &agent_paths_));
+    }
+    const Value* tenants = JsonMember(root, "tenants");
+    if (tenants != nullptr && tenants->IsObject()) {
+      for (const auto& member : tenants->GetObject()) {
+        std::string id(member.name.GetString(), member.name.GetStringLength());
+        std::string p = JoinKey("tenants", id);
+        if (auto bad = TenantIdError(id)) return Fail(p, *bad, true);
+        TenantConfig tenant;
+        // Each tenant starts from the file's own state of the global docker env.
+        const bool env_set = global_env_set_;
+        Status applied = ApplyTenant(member.value, p, agents, *config, &tenant);
+        global_env_set_ = env_set;
+        SANDRUN_RETURN_IF_ERROR(applied);
+        config->tenants.emplace(std::move(id), std::move(tenant));
+      }
     }
     return Ok();
+  }
+
+  // tenants.<id>: the file's levels again with the tenant's keys over them (config.h).
+  Status ApplyTenant(const Value& v, const std::string& path, const Value* file_agents,
+                     const Config& config, TenantConfig* tenant) {
+    if (!v.IsObject()) return Expected(path, "an object", v);
+    tenant->global = config.global;
+    const Value* own_agents = JsonMember(v, "agents");
+    if (own_agents != nullptr && own_agents->IsObject()) {
+      if (const Value* defaults = JsonMember(*own_agents, "defaults")) {
+        SANDRUN_RETURN_IF_ERROR(ApplySection(*defaults, JoinKey(path, "agents.defaults"),
+                                             &tenant->global, Level::kGlobal));
+      }
+    }
+    SANDRUN_RETURN_IF_ERROR(Members(
+        v, path,
+        {
+            {"tools", [&](const Value& x,
+                          const std::string& p) { return ApplyTools(x, p, &tenant->global); }},
+            {"sandbox",
+             [&](const Value& x, const std::string& p) {
+               return ApplySandbox(x, p, &tenant->global.sandbox, Level::kGlobal);
+             }},
+            {"agents",
+             [&](const Value& x, const std::string& p) -> Status {
+               if (!x.IsObject()) return Expected(p, "an object", x);
+               return Ok();
+             }},
+            {"quotas", [&](const Value& x,
+                           const std::string& p) { return ApplyQuotas(x, p, &tenant->quotas); }},
+            Flag("hostExecution", &tenant->host_execution),
+        }));
+    if (file_agents != nullptr && file_agents->IsObject()) {
+      // The file's agents once more, over this tenant's global level; their warnings were
+      // given when the file's own agents were read.
+      const size_t warned = warnings_.size();
+      std::map<std::string, std::string> seen;
+      SANDRUN_RETURN_IF_ERROR(
+          ApplyAgents(*file_agents, "agents", tenant->global, &tenant->agents, &seen));
+      warnings_.resize(warned);
+    }
+    if (own_agents != nullptr && own_agents->IsObject()) {
+      std::map<std::string, std::string> seen;
+      SANDRUN_RETURN_IF_ERROR(ApplyAgents(*own_agents, JoinKey(path, "agents"), tenant->global,
+                                          &tenant->agents, &seen));
+    }
+    return Ok();
+  }
+
+  Status ApplyQuotas(const Value& v, const std::string& path, TenantQuotas* q) {
+    return Members(v, path,
+                   {
+                       Int("maxConcurrentExecs", &q->max_concurrent_execs),
+                       Int("maxSessions", &q->max_sessions),
+                       Int("maxContainers", &q->max_containers),
+                       Int("requestsPerMinute", &q->requests_per_minute),
+                       Size("maxLogBytes", &q->max_log_bytes, false),
+                       Size("memory", &q->memory_bytes, false),
+                       Num("cpus", &q->cpus),
+                       Int("pids", &q->pids),
+                   });
   }
 
   // ---- Sections. ----
@@ -387,7 +470,11 @@ class Loader : public ConfigReader {
     return out;
   }
 
-  Status ApplyAgents(const Value& agents, const std::string& path, Config* config) {
+  // The agent sections of `agents` (at `path`), each over `global` (or over what `out` already
+  // holds for that id: a tenant's agent over the file's); `seen` refuses an id twice.
+  Status ApplyAgents(const Value& agents, const std::string& path, const AgentSettings& global,
+                     std::map<std::string, AgentSettings>* out,
+                     std::map<std::string, std::string>* seen) {
     for (const auto& member : agents.GetObject()) {
       std::string name(member.name.GetString(), member.name.GetStringLength());
       std::string p = JoinKey(path, name);
@@ -403,8 +490,8 @@ class Loader : public ConfigReader {
           if (id == nullptr) return Expected(entry_path, "an agent with an \"id\"", entry);
           SANDRUN_ASSIGN_OR_RETURN(std::string agent_id,
                                    String(*id, JoinKey(entry_path, "id"), Rule::kNonEmpty));
-          SANDRUN_RETURN_IF_ERROR(
-              AddAgent(agent_id, entry, entry_path, JoinKey(entry_path, "id"), true, config));
+          SANDRUN_RETURN_IF_ERROR(AddAgent(agent_id, entry, entry_path, JoinKey(entry_path, "id"),
+                                           true, global, out, seen));
         }
         continue;
       }
@@ -414,11 +501,11 @@ class Loader : public ConfigReader {
           std::string agent_id(entry.name.GetString(), entry.name.GetStringLength());
           std::string entry_path = JoinKey(p, agent_id);
           SANDRUN_RETURN_IF_ERROR(
-              AddAgent(agent_id, entry.value, entry_path, entry_path, false, config));
+              AddAgent(agent_id, entry.value, entry_path, entry_path, false, global, out, seen));
         }
         continue;
       }
-      SANDRUN_RETURN_IF_ERROR(AddAgent(name, member.value, p, p, false, config));
+      SANDRUN_RETURN_IF_ERROR(AddAgent(name, member.value, p, p, false, global, out, seen));
     }
     return Ok();
   }
@@ -426,7 +513,9 @@ class Loader : public ConfigReader {
   // One agent: the global settings with the agent's section applied over them. `id_path` is
   // where the id is written (a key, or agents.list[i].id).
   Status AddAgent(const std::string& id, const Value& v, const std::string& path,
-                  const std::string& id_path, bool list_entry, Config* config) {
+                  const std::string& id_path, bool list_entry, const AgentSettings& global,
+                  std::map<std::string, AgentSettings>* out,
+                  std::map<std::string, std::string>* seen) {
     bool id_is_key = id_path == path;
     if (!IsAgentId(id)) {
       return Fail(id_path, "invalid agent id \"" + id + "\" (use letters, digits, '_' and '-')",
@@ -436,16 +525,17 @@ class Loader : public ConfigReader {
         kReservedAgentIds.end()) {
       return Fail(id_path, "\"" + id + "\" is reserved and cannot be an agent id", id_is_key);
     }
-    if (auto first = agent_paths_.find(id); first != agent_paths_.end()) {
+    if (auto first = seen->find(id); first != seen->end()) {
       return Fail(id_path,
                   "agent " + id + " is defined twice (first at line " +
                       std::to_string(lines_.Line(first->second)) + ")",
                   id_is_key);
     }
-    agent_paths_.emplace(id, path);
-    AgentSettings settings = config->global;
+    seen->emplace(id, path);
+    auto existing = out->find(id);
+    AgentSettings settings = existing != out->end() ? existing->second : global;
     SANDRUN_RETURN_IF_ERROR(ApplySection(v, path, &settings, Level::kAgent, list_entry));
-    config->agents.emplace(id, std::move(settings));
+    (*out)[id] = std::move(settings);
     return Ok();
   }
 
@@ -469,6 +559,33 @@ Result<std::string> HomeDir() {
 AgentSettings Config::ForAgent(const std::string& agent_id) const {
   auto it = agents.find(agent_id);
   return it == agents.end() ? global : it->second;
+}
+
+TenantConfig Config::ForTenant(const std::string& tenant_id) const {
+  if (auto it = tenants.find(tenant_id); it != tenants.end()) return it->second;
+  TenantConfig tenant;
+  tenant.global = global;
+  tenant.agents = agents;
+  return tenant;
+}
+
+AgentSettings TenantConfig::ForAgent(const std::string& agent_id) const {
+  auto it = agents.find(agent_id);
+  AgentSettings s = it == agents.end() ? global : it->second;
+  DockerSettings& d = s.sandbox.docker;
+  // 0 (or -1) in the settings is "no limit": above any ceiling.
+  if (quotas.memory_bytes > 0 && (d.memory_bytes <= 0 || d.memory_bytes > quotas.memory_bytes)) {
+    d.memory_bytes = quotas.memory_bytes;
+  }
+  if (quotas.memory_bytes > 0 && d.memory_swap_bytes != -1 &&
+      (d.memory_swap_bytes <= 0 || d.memory_swap_bytes > quotas.memory_bytes)) {
+    d.memory_swap_bytes = -1;  // the same as memory: no swap beyond the ceiling
+  }
+  if (quotas.cpus > 0 && (d.cpus <= 0 || d.cpus > quotas.cpus)) d.cpus = quotas.cpus;
+  if (quotas.pids > 0 && (d.pids_limit <= 0 || d.pids_limit > quotas.pids)) {
+    d.pids_limit = quotas.pids;
+  }
+  return s;
 }
 
 Result<int64_t> ParseByteSize(std::string_view text) {

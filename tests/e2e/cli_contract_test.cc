@@ -104,7 +104,9 @@ TEST_P(CliContract, SigtermToTheCliKillsTheCommand) {
   if (cli == 0) {
     for (const auto& [k, v] : Env()) setenv(k.c_str(), v.c_str(), 1);
     (void)chdir(marks_.c_str());
-    std::string cmd = "echo $$ > " + mark + "; exec sleep 100";
+    // Written aside and renamed: the mark is complete once it exists.
+    std::string cmd =
+        "echo $$ > " + mark + ".tmp && mv " + mark + ".tmp " + mark + "; exec sleep 100";
     execl(SANDRUN_BINARY, SANDRUN_BINARY, "exec", "--", cmd.c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }
@@ -157,14 +159,15 @@ TEST_F(CliContractOnce, SigkillOfTheCliThroughTheServerKillsTheRun) {
   pid_t cli = fork();
   if (cli == 0) {
     for (const auto& [k, v] : Env()) setenv(k.c_str(), v.c_str(), 1);
-    std::string cmd = "echo $$ > " + mark + "; exec sleep 100";
+    // Written aside and renamed: the mark is complete once it exists.
+    std::string cmd =
+        "echo $$ > " + mark + ".tmp && mv " + mark + ".tmp " + mark + "; exec sleep 100";
     execl(SANDRUN_BINARY, SANDRUN_BINARY, "exec", "--", cmd.c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }
   for (int i = 0; i < 400 && !std::filesystem::exists(mark); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(25));
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the shell finished its write
   std::string text;
   std::ifstream(mark) >> text;
   ASSERT_FALSE(text.empty());

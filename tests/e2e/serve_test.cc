@@ -52,6 +52,15 @@ class Serve : public SandrunHome {
     return Details(doc, "sessionId");
   }
 
+  // Polls until the session's output holds `marker` (or 20 s): the command got that far.
+  void WaitForOutput(const std::string& id, const std::string& marker) {
+    std::string seen;
+    for (int i = 0; i < 40 && seen.find(marker) == std::string::npos; ++i) {
+      seen += Text(Process({"poll", "--session-id", id, "--timeout", "500"}));
+    }
+    ASSERT_NE(seen.find(marker), std::string::npos) << "session " << id << " printed: " << seen;
+  }
+
   // Polls until the session finished (or 20 s); returns the final poll.
   rapidjson::Document PollUntilDone(const std::string& id) {
     for (int i = 0; i < 40; ++i) {
@@ -96,8 +105,8 @@ TEST_F(Serve, YieldMsBackgroundsSlowRunsAndNotFastOnes) {
 }
 
 TEST_F(Serve, PtySessionInTheSandboxDrivenBySendKeys) {
-  std::string id = Background({"--pty"}, "read line; echo got:$line; cat -v");
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  std::string id = Background({"--pty"}, "echo ready; read line; echo got:$line; cat -v");
+  WaitForOutput(id, "ready");
   Process({"send-keys", "--session-id", id, "--literal", "hello", "--keys", "Enter"});
   Process({"send-keys", "--session-id", id, "--keys", "Up", "--keys", "Enter"});
   Process({"paste", "--session-id", id, "--text", "pasted"});
@@ -122,8 +131,8 @@ TEST_F(Serve, WriteWithEofEndsCat) {
 }
 
 TEST_F(Serve, KillLeavesNoProcessInTheContainer) {
-  std::string id = Background({}, "sleep 71.5 & sleep 71.5");
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  std::string id = Background({}, "sleep 71.5 & echo started; sleep 71.5");
+  WaitForOutput(id, "started");
   auto killed = Process({"kill", "--session-id", id});
   EXPECT_EQ(Details(killed, "status"), "failed");
   auto ps = Exec({}, "ps -o args | grep -c '[s]leep 71.5' || true");
@@ -134,8 +143,9 @@ TEST_F(Serve, KillLeavesNoProcessOnTheHost) {
   StopServer();
   Config(R"({"sandbox": {"mode": "off"}})");
   StartServer();
-  std::string id = Background({}, "sleep 72.5 & sleep 72.5");
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  std::string id = Background({}, "sleep 72.5 & echo started; sleep 72.5");
+  WaitForOutput(id, "started");
+  ASSERT_EQ(RunProcess({"/usr/bin/pgrep", "-f", "sleep 72.5"}).exit_code, 0) << "it runs";
   Process({"kill", "--session-id", id});
   auto pgrep = RunProcess({"/usr/bin/pgrep", "-f", "sleep 72.5"});
   EXPECT_EQ(pgrep.exit_code, 1) << "pgrep found: " << pgrep.out;
