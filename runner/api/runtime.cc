@@ -156,8 +156,11 @@ Result<std::unique_ptr<Runtime>> Runtime::Start(const GlobalOptions& global, Opt
   });
   impl->services.sessions = impl->manager.get();
   // Host commands must not reach this server's socket, the state dir or the engine.
-  impl->services.host = std::make_shared<exec::HostExecutor>(
-      HostExecutorOptions(global, impl->state_dir, {options.socket}));
+  exec::HostExecutor::Options host = HostExecutorOptions(global, impl->state_dir, {options.socket});
+  // Background gateway sessions die with a crashed server unless they are to be kept (a clean
+  // Shutdown kills or keeps them by the same option).
+  host.die_with_runner = !options.keep_host_processes;
+  impl->services.host = std::make_shared<exec::HostExecutor>(std::move(host));
   // Created once, before any call: sessions started by concurrent calls share it. (Making the
   // client does not contact the engine; an unreachable engine fails each sandbox call closed.)
   if (auto client = docker::Client::FromEnvironment(); client) {

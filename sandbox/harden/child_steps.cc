@@ -1,13 +1,11 @@
 #include "sandbox/harden/child_steps.h"
 
 #include <linux/seccomp.h>
-#include <signal.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <climits>
 #include <string_view>
 
 namespace sandrun::harden {
@@ -48,8 +46,6 @@ const char* LimitStepName(int resource) {
 
 Result<std::unique_ptr<ChildHardening>> ChildHardening::Create(Spec spec) {
   std::unique_ptr<ChildHardening> h(new ChildHardening());
-  h->reset_signals_ = spec.reset_signals;
-  h->close_fds_ = spec.close_fds;
   h->confine_ = std::move(spec.confine);
   h->caps_ = spec.caps;
   h->identity_ = std::move(spec.identity);
@@ -98,81 +94,94 @@ Result<std::unique_ptr<ChildHardening>> ChildHardening::Create(Spec spec) {
     h->fprog_.len = static_cast<unsigned short>(h->program_.size());
     h->fprog_.filter = h->program_.data();
   }
+  h->BuildSteps();
   return h;
 }
 
-int ChildHardening::Run(const void* self, const char** step) {
-  return static_cast<const ChildHardening*>(self)->Apply(step);
-}
-
-// Between fork and exec: async-signal-safe calls only, nothing written but errno and *step.
-int ChildHardening::Apply(const char** step) const {
-  // 1. Signals: default dispositions and an empty mask. A handler of the runner must never run
-  // here, and SIG_IGN or a blocked signal would be inherited across execve.
-  if (reset_signals_) {
-    struct sigaction dfl {};
-    dfl.sa_handler = SIG_DFL;
-    sigemptyset(&dfl.sa_mask);
-    for (int sig = 1; sig < NSIG; ++sig) {
-      if (sig != SIGKILL && sig != SIGSTOP) ::sigaction(sig, &dfl, nullptr);  // EINVAL for some
-    }
-    sigset_t none;
-    sigemptyset(&none);
-    if (::sigprocmask(SIG_SETMASK, &none, nullptr) != 0) {
-      *step = "harden: reset signals";
-      return errno;
-    }
-  }
-  // 2. Descriptors: everything above stdio closes on exec. Not closed now: the status pipe to the
-  // parent must stay open until execve succeeds (it is close-on-exec itself).
-  if (close_fds_ && ::close_range(3, UINT_MAX, CLOSE_RANGE_CLOEXEC) != 0 && errno != ENOSYS &&
-      errno != EINVAL) {
-    *step = "harden: close_range";
-    return errno;
-  }
-  // 3. Confinement first where the runner's own privileges do it (a root runner that keeps its
+// Every step runs between clone and exec: async-signal-safe calls only, nothing written but
+// errno and *step. The contexts point into this object.
+void ChildHardening::BuildSteps() {
+  const ChildStep confine{"confine",
+                          [](const void* plan, const char** step) {
+                            return ApplyConfinement(*static_cast<const ConfinePlan*>(plan), step);
+                          },
+                          confine_ ? &*confine_ : nullptr};
+  const ChildStep bounding{"harden: bounding set",
+                           [](const void* plan, const char** step) {
+                             return DropBoundingSet(*static_cast<const CapabilityPlan*>(plan),
+                                                    step);
+                           },
+                           caps_ ? &*caps_ : nullptr};
+  // 1. Confinement first where the runner's own privileges do it (a root runner that keeps its
   // identity: mounting needs CAP_SYS_ADMIN, which the next steps take away; a non-root runner:
   // the user namespace gives the capabilities the mounts need).
   const bool confine_after_identity = confine_ && identity_;
-  if (confine_ && !confine_after_identity) {
-    if (int err = ApplyConfinement(*confine_, step); err != 0) return err;
-  }
-  // 4. Capabilities: bounding set, the identity switch, then capset and ambient (caps.h says
+  if (confine_ && !confine_after_identity) credentials_.push_back(confine);
+  // 2, 3. Capabilities: bounding set, the identity switch, then capset and ambient (caps.h says
   // why in this order). setresuid away from 0 clears the permitted and effective sets itself.
   if (caps_) {
-    if (int err = DropBoundingSet(*caps_, step); err != 0) return err;
+    credentials_.push_back(bounding);
     if (identity_) {
-      if (int err = ApplyIdentity(*identity_, step); err != 0) return err;
+      credentials_.push_back({"identity",
+                              [](const void* who, const char** step) {
+                                return ApplyIdentity(*static_cast<const Identity*>(who), step);
+                              },
+                              &*identity_});
     }
     if (confine_after_identity) {
       // A root runner's command, now the host user, unshares its user namespace as that user
       // (mapping its own ids), then mounts with the capabilities it holds there only. A new
       // user namespace starts with a full bounding set: drop it again.
-      if (int err = ApplyConfinement(*confine_, step); err != 0) return err;
-      if (int err = DropBoundingSet(*caps_, step); err != 0) return err;
+      credentials_.push_back(confine);
+      credentials_.push_back(bounding);
     }
-    if (int err = SetCapabilitySets(*caps_, step); err != 0) return err;
+    credentials_.push_back({"harden: capset",
+                            [](const void* plan, const char** step) {
+                              return SetCapabilitySets(*static_cast<const CapabilityPlan*>(plan),
+                                                       step);
+                            },
+                            &*caps_});
   }
-  // 6. no_new_privs after the drop: from here execve cannot gain privileges, and the kernel lets
+  // 4. no_new_privs after the drop: from here execve cannot gain privileges, and the kernel lets
   // this (now unprivileged) process install a seccomp filter.
-  if (no_new_privs_ && ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
-    *step = "harden: no_new_privs";
-    return errno;
+  if (no_new_privs_) {
+    lockdown_.push_back({"harden: no_new_privs",
+                         [](const void*, const char**) {
+                           return ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 ? 0 : errno;
+                         },
+                         nullptr});
   }
-  // 7. Resource limits: lowering never needs a capability, and hard limits were clamped to the
+  // 5. Resource limits: lowering never needs a capability, and hard limits were clamped to the
   // runner's own in the parent.
   for (size_t i = 0; i < limit_count_; ++i) {
-    const Limit& l = limits_[i];
-    if (::setrlimit(static_cast<__rlimit_resource>(l.resource), &l.value) != 0) {
-      *step = l.step;
-      return errno;
-    }
+    lockdown_.push_back(
+        {limits_[i].step,
+         [](const void* limit, const char**) {
+           const Limit& l = *static_cast<const Limit*>(limit);
+           return ::setrlimit(static_cast<__rlimit_resource>(l.resource), &l.value) == 0 ? 0
+                                                                                         : errno;
+         },
+         &limits_[i]});
   }
-  // 8. Seccomp last, with the raw system call: libseccomp's seccomp_load would allocate. Every
+  // 6. Seccomp last, with the raw system call: libseccomp's seccomp_load would allocate. Every
   // system call from here on, execve included, goes through the filter.
-  if (has_filter_ && ::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &fprog_) != 0) {
-    *step = "harden: seccomp";
-    return errno;
+  if (has_filter_) {
+    lockdown_.push_back({"harden: seccomp",
+                         [](const void* program, const char**) {
+                           return ::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, program) == 0
+                                      ? 0
+                                      : errno;
+                         },
+                         &fprog_});
+  }
+}
+
+int ChildHardening::Apply(const char** step) const {
+  for (const auto* list : {&credentials_, &lockdown_}) {
+    for (const ChildStep& s : *list) {
+      *step = s.name;
+      if (int err = s.run(s.context, step); err != 0) return err;
+    }
   }
   return 0;
 }

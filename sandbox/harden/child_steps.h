@@ -1,5 +1,7 @@
-// The ordered, async-signal-safe hardening sequence a host command's child runs between fork and
-// execve, and the immutable data it runs on (built in the parent).
+// The ordered, async-signal-safe hardening steps a host command's child runs between clone and
+// execve, and the immutable data they run on (built in the parent). They are the hardening part
+// of the child's one step list (Subprocess, subprocess.h): the process steps (cgroup, signals,
+// process group, stdio, close_range, cwd) come first and are Subprocess's own.
 //
 // Pattern of use:
 //   ChildHardening::Spec spec;
@@ -8,19 +10,21 @@
 //   SpawnOptions opts; opts.child_steps = h->steps();   // `h` must outlive the spawn
 //
 // The order (reference §6: everyone agrees on "drop privileges, then NNP, then seccomp last"):
-//   1. reset signals      default dispositions, empty mask (a parent's SIG_IGN survives execve)
-//   2. close_range        every descriptor above stdio close-on-exec (no runner fd leaks)
-//   3. confine            a private mount namespace (+ a user namespace for a non-root runner):
+//   credentials (ChildSteps::credentials, before Subprocess arms the parent-death signal, which
+//   a change of the effective uid or gid clears):
+//   1. confine            a private mount namespace (+ a user namespace for a non-root runner):
 //                         masked and read-only paths (confine.h); needs CAP_SYS_ADMIN, so early
-//   4. bounding set       drop all but the kept capabilities (needs CAP_SETPCAP)
-//   4b. identity          a root runner's command becomes tools.exec.hostUser: no supplementary
-//                         groups, gid, uid (needs CAP_SETUID/CAP_SETGID, so before capset)
-//   4c. capset            effective = permitted = inheritable = kept
-//   5. ambient            cleared, kept ones raised
-//   6. no_new_privs       execve can no longer add privileges (setuid, file caps); lets an
+//   2. bounding set       drop all but the kept capabilities (needs CAP_SETPCAP)
+//   2b. identity          a root runner's command becomes tools.exec.hostUser: no supplementary
+//                         groups, gid, uid (needs CAP_SETUID/CAP_SETGID, so before capset); it
+//                         is then confined as that user (1 moves here), and the new user
+//                         namespace's full bounding set is dropped again
+//   3. capset + ambient   effective = permitted = inheritable = kept; ambient cleared, kept raised
+//   lockdown (ChildSteps::lockdown, after the parent-death signal):
+//   4. no_new_privs       execve can no longer add privileges (setuid, file caps); lets an
 //                         unprivileged process install the filter
-//   7. rlimits            soft/hard as prepared (never above the runner's hard limit)
-//   8. seccomp            the BPF program, with the raw seccomp(2) call, as the very last step
+//   5. rlimits            soft/hard as prepared (never above the runner's hard limit)
+//   6. seccomp            the BPF program, with the raw seccomp(2) call, as the very last step
 // No step allocates, locks or logs; the child shares the parent's memory (CLONE_VM) and only
 // reads this object. A failing step returns its errno and a static step name, which Subprocess
 // reports to the parent as "<step>: <strerror>" before the child exits.
@@ -45,9 +49,6 @@ namespace sandrun::harden {
 class ChildHardening {
  public:
   struct Spec {
-    // Steps 1 and 2. HostHardening turns both off: Subprocess::Spawn's child has just done them.
-    bool reset_signals = true;
-    bool close_fds = true;
     std::optional<ConfinePlan> confine;  // nullopt: the runner's mount namespace
     std::optional<CapabilityPlan> caps;  // nullopt: capabilities untouched
     std::optional<Identity> identity;    // nullopt: the runner's uid/gid/groups
@@ -65,11 +66,11 @@ class ChildHardening {
 
   // For SpawnOptions::child_steps; valid while this object lives.
   ChildSteps steps() const {
-    return ChildSteps{&ChildHardening::Run, this, confine_ && confine_->user_namespace};
+    return ChildSteps{credentials_, lockdown_, confine_ && confine_->user_namespace};
   }
 
-  // Runs the sequence in the calling process (a child between fork and exec). 0 on success, else
-  // the errno with *step set to a static name such as "harden: seccomp".
+  // Runs the same steps in the calling process (a probe child that never execs: ProbeFilter). 0
+  // on success, else the errno with *step set to a static name such as "harden: seccomp".
   int Apply(const char** step) const;
 
   bool has_seccomp() const { return has_filter_; }
@@ -87,10 +88,9 @@ class ChildHardening {
   };
 
   ChildHardening() = default;
-  static int Run(const void* self, const char** step);
+  // The step lists, pointing into this object (which never moves: Create returns it boxed).
+  void BuildSteps();
 
-  bool reset_signals_ = true;
-  bool close_fds_ = true;
   std::optional<ConfinePlan> confine_;
   std::optional<CapabilityPlan> caps_;
   std::optional<Identity> identity_;
@@ -100,6 +100,8 @@ class ChildHardening {
   bool has_filter_ = false;
   std::vector<sock_filter> program_;
   sock_fprog fprog_{};  // points into program_
+  std::vector<ChildStep> credentials_;
+  std::vector<ChildStep> lockdown_;
 };
 
 }  // namespace sandrun::harden

@@ -9,8 +9,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <map>
-#include <mutex>
 #include <string_view>
 
 #include "sandbox/base/sha256.h"
@@ -153,11 +151,6 @@ Result<std::shared_ptr<const HostHardening>> HostHardening::Prepare(
   spec.caps = caps;
   spec.no_new_privs = p.no_new_privs;
   spec.rlimits = p.rlimits;
-  // Subprocess::Spawn's child resets every signal and marks descriptors close-on-exec itself,
-  // immediately before it runs these steps (host_executor_test checks both); repeating them
-  // costs ~65 system calls per command (~65 us on the 2-core CI VM).
-  spec.reset_signals = false;
-  spec.close_fds = false;
   Status support = env.seccomp_support ? *env.seccomp_support : ProbeKernel();
   if (support) {
     spec.bpf = std::move(program);
@@ -179,10 +172,8 @@ Result<std::shared_ptr<const HostHardening>> HostHardening::Prepare(
   return std::shared_ptr<const HostHardening>(std::move(h));
 }
 
-Result<std::shared_ptr<const HostHardening>> HostHardening::Cached(
+Result<std::shared_ptr<const HostHardening>> HardeningCache::Get(
     const std::string& profiles_dir, const std::string& name, const HardeningEnvironment& given) {
-  static std::mutex mu;
-  static std::map<std::string, std::shared_ptr<const HostHardening>> cache;
   HardeningEnvironment env = given;
   env.seccomp_support.reset();
   env.confine_support.reset();
@@ -191,11 +182,11 @@ Result<std::shared_ptr<const HostHardening>> HostHardening::Cached(
     key += '\1';
     for (const std::string& path : *list) key += path + '\0';
   }
-  std::lock_guard<std::mutex> lock(mu);  // held while compiling: one compile per profile
-  if (auto it = cache.find(key); it != cache.end()) return it->second;
+  std::lock_guard<std::mutex> lock(mu_);  // held while compiling: one compile per profile
+  if (auto it = prepared_.find(key); it != prepared_.end()) return it->second;
   SANDRUN_ASSIGN_OR_RETURN(std::shared_ptr<const HostHardening> h,
-                           Prepare(profiles_dir, name, env));
-  cache.emplace(key, h);
+                           HostHardening::Prepare(profiles_dir, name, env));
+  prepared_.emplace(key, h);
   return h;
 }
 

@@ -1,15 +1,17 @@
 // A host profile made ready to run: profiles/host/<name>.json loaded, its seccomp profile loaded
-// and compiled to BPF, capabilities and rlimits prepared against this runner, all once per
-// process and cached by profile name.
+// and compiled to BPF, capabilities and rlimits prepared against this runner; a HardeningCache
+// keeps the prepared profiles of its owner (the host executor) by name.
 //
 // Pattern of use:
-//   SANDRUN_ASSIGN_OR_RETURN(auto h, HostHardening::Cached(DefaultProfilesDir(),
-//   plan.host_profile)); spawn.child_steps = h->steps();            // keep `h` alive until Spawn
-//   returns outcome.warnings += h->warnings();         // e.g. seccomp optional and unavailable
-//   here
+//   harden::HardeningCache cache;                                      // one per executor
+//   SANDRUN_ASSIGN_OR_RETURN(auto h, cache.Get(DefaultProfilesDir(), plan.host_profile, env));
+//   spawn.child_steps = h->steps();            // keep `h` alive until Spawn returns
+//   outcome.warnings += h->warnings();         // e.g. seccomp optional and unavailable here
 #pragma once
 
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -51,18 +53,12 @@ class HostHardening {
   static Result<std::shared_ptr<const HostHardening>> Prepare(const std::string& profiles_dir,
                                                               const std::string& name,
                                                               const HardeningEnvironment& env = {});
-  // Prepare, once per process per (profiles_dir, name); later calls share the result. Thread-safe.
-  // Failures are not cached: a fixed file works on the next call.
-  // `env.seccomp_support` and `env.confine_support` are ignored here (the kernel is asked).
-  static Result<std::shared_ptr<const HostHardening>> Cached(const std::string& profiles_dir,
-                                                             const std::string& name,
-                                                             const HardeningEnvironment& env = {});
-
   HostHardening(const HostHardening&) = delete;
   HostHardening& operator=(const HostHardening&) = delete;
 
-  // For SpawnOptions::child_steps: capabilities, no_new_privs, rlimits, the filter. The signal
-  // reset and close_range steps are left to Subprocess::Spawn, which does both just before.
+  // For SpawnOptions::child_steps: confinement, capabilities and identity, then no_new_privs,
+  // rlimits and the filter (child_steps.h). Signals, descriptors, stdio and the parent-death
+  // signal are Subprocess's own steps.
   ChildSteps steps() const { return child_->steps(); }
   const ChildHardening& child() const { return *child_; }
   const HostProfile& profile() const { return profile_; }
@@ -82,6 +78,21 @@ class HostHardening {
   std::unique_ptr<ChildHardening> child_;
   std::vector<std::string> warnings_;
   std::vector<std::string> compile_warnings_;
+};
+
+// HostHardening::Prepare, once per (profiles_dir, name, environment) for the cache's owner; later
+// calls share the result. Thread-safe. Failures are not kept: a fixed file works on the next
+// call. `env.seccomp_support` and `env.confine_support` are ignored here (the kernel is asked).
+// An object, not a process-wide table: each executor (and so each runtime) has its own.
+class HardeningCache {
+ public:
+  Result<std::shared_ptr<const HostHardening>> Get(const std::string& profiles_dir,
+                                                   const std::string& name,
+                                                   const HardeningEnvironment& env = {});
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, std::shared_ptr<const HostHardening>> prepared_;
 };
 
 // What `sandrun doctor` reports about filtering on this machine.

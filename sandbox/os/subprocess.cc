@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -49,11 +50,13 @@ struct ChildPlan {
   int stdin_fd = -1;
   int stdout_fd = -1;
   int stderr_fd = -1;
-  bool pty = false;  // stdin_fd is the terminal: become a session leader and take it
   int report_fd = -1;
   int cgroup_fd = -1;      // the run cgroup's cgroup.procs, written by the child; or -1
   int cgroup_dir_fd = -1;  // the run cgroup itself, for clone3(CLONE_INTO_CGROUP); or -1
-  ChildSteps steps;
+  pid_t parent = -1;       // the runner, for the re-check after PR_SET_PDEATHSIG
+  bool own_memory = false;
+  const ChildStep* steps = nullptr;  // the ordered list (subprocess.h), run before execve
+  size_t step_count = 0;
 };
 
 [[noreturn]] void ChildFail(int report_fd, const char* step, int err) {
@@ -66,50 +69,105 @@ struct ChildPlan {
   ::_exit(127);
 }
 
-// Runs in the child between fork and execve: no allocation, no locks, no logging.
-[[noreturn]] void ChildMain(const ChildPlan& plan) {
-  // Into the run's cgroup before anything else, so that everything the command starts is in it.
-  if (plan.cgroup_fd >= 0 && ::write(plan.cgroup_fd, "0", 1) != 1) {
-    ChildFail(plan.report_fd, kCgroupJoinStep, errno);
-  }
-  // Default dispositions for every signal: SIG_IGN survives execve (a runner that ignores SIGPIPE
-  // would make `yes | head` spin), and a parent's handler must never run in the child.
+// The process steps of the list, each reading the plan. Between clone and execve: no
+// allocation, no locks, no logging.
+const ChildPlan& PlanOf(const void* context) { return *static_cast<const ChildPlan*>(context); }
+
+// First, so that everything the command starts is in the run's cgroup.
+int JoinCgroup(const void* context, const char**) {
+  const ChildPlan& plan = PlanOf(context);
+  if (plan.cgroup_fd >= 0 && ::write(plan.cgroup_fd, "0", 1) != 1) return errno;
+  return 0;  // -1: no cgroup, or clone3 started the child inside it
+}
+
+int ResetSignals(const void*, const char**) {
+  // Default dispositions for every signal: SIG_IGN survives execve (a runner that ignores
+  // SIGPIPE would make `yes | head` spin), and a parent's handler must never run in the child.
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
   sigemptyset(&dfl.sa_mask);
   for (int sig = 1; sig < NSIG; ++sig) {
     if (sig != SIGKILL && sig != SIGSTOP) ::sigaction(sig, &dfl, nullptr);  // EINVAL for some
   }
-  // The parent blocked everything around fork; the command starts with nothing blocked (a
+  // The parent blocked everything around the clone; the command starts with nothing blocked (a
   // blocked SIGTERM would survive execve and defeat the kill sequence).
   sigset_t none;
   sigemptyset(&none);
-  if (::sigprocmask(SIG_SETMASK, &none, nullptr) != 0)
-    ChildFail(plan.report_fd, "sigprocmask", errno);
+  return ::sigprocmask(SIG_SETMASK, &none, nullptr) == 0 ? 0 : errno;
+}
 
-  if (plan.pty) {
-    if (::setsid() < 0) ChildFail(plan.report_fd, "setsid", errno);
-    if (::ioctl(plan.stdin_fd, TIOCSCTTY, 0) != 0) ChildFail(plan.report_fd, "TIOCSCTTY", errno);
-  } else if (::setpgid(0, 0) != 0) {
-    ChildFail(plan.report_fd, "setpgid", errno);
-  }
-  // All source fds are >= 3 (the parent made sure), so dup2 never collides and always clears
-  // close-on-exec on the target.
-  if (::dup2(plan.stdin_fd, STDIN_FILENO) < 0) ChildFail(plan.report_fd, "dup2 stdin", errno);
-  if (::dup2(plan.stdout_fd, STDOUT_FILENO) < 0) ChildFail(plan.report_fd, "dup2 stdout", errno);
-  if (::dup2(plan.stderr_fd, STDERR_FILENO) < 0) ChildFail(plan.report_fd, "dup2 stderr", errno);
-  // Descriptors the runner opened without O_CLOEXEC must not leak into the command.
+int NewProcessGroup(const void*, const char**) { return ::setpgid(0, 0) == 0 ? 0 : errno; }
+
+// A session leader whose controlling terminal is the PTY (stdin_fd is its slave).
+int NewSessionOnTerminal(const void* context, const char** name) {
+  if (::setsid() < 0) return errno;
+  *name = "TIOCSCTTY";
+  return ::ioctl(PlanOf(context).stdin_fd, TIOCSCTTY, 0) == 0 ? 0 : errno;
+}
+
+// All source fds are >= 3 (the parent made sure), so dup2 never collides and always clears
+// close-on-exec on the target.
+int Stdio(const void* context, const char** name) {
+  const ChildPlan& plan = PlanOf(context);
+  *name = "dup2 stdin";
+  if (::dup2(plan.stdin_fd, STDIN_FILENO) < 0) return errno;
+  *name = "dup2 stdout";
+  if (::dup2(plan.stdout_fd, STDOUT_FILENO) < 0) return errno;
+  *name = "dup2 stderr";
+  if (::dup2(plan.stderr_fd, STDERR_FILENO) < 0) return errno;
+  return 0;
+}
+
+// Descriptors the runner opened without O_CLOEXEC must not leak into the command. Marked, not
+// closed: the report pipe must stay open until execve succeeds.
+int CloseDescriptors(const void*, const char**) {
   if (::close_range(3, UINT_MAX, CLOSE_RANGE_CLOEXEC) != 0 && errno != ENOSYS && errno != EINVAL) {
-    ChildFail(plan.report_fd, "close_range", errno);
+    return errno;
   }
-  if (plan.cwd != nullptr && ::chdir(plan.cwd) != 0) ChildFail(plan.report_fd, "chdir", errno);
-  if (plan.steps.run != nullptr) {
-    const char* step = "child step";
-    int err = plan.steps.run(plan.steps.context, &step);
-    if (err != 0) ChildFail(plan.report_fd, step != nullptr ? step : "child step", err);
+  return 0;
+}
+
+int ChangeDirectory(const void* context, const char**) {
+  return ::chdir(PlanOf(context).cwd) == 0 ? 0 : errno;
+}
+
+// The child dies with the thread that spawned it. If the runner died before the signal was
+// armed, the child was reparented (to init or a subreaper) and nobody will ever kill it: it
+// leaves now, before the command runs.
+int ArmParentDeath(const void* context, const char**) {
+  if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) return errno;
+  if (::getppid() != PlanOf(context).parent) ::_exit(127);
+  return 0;
+}
+
+[[noreturn]] void ChildMain(const ChildPlan& plan) {
+  for (size_t i = 0; i < plan.step_count; ++i) {
+    const ChildStep& step = plan.steps[i];
+    const char* name = step.name;
+    if (int err = step.run(step.context, &name); err != 0) {
+      ChildFail(plan.report_fd, name != nullptr ? name : step.name, err);
+    }
   }
   ::execve(plan.path, plan.argv, plan.envp);
   ChildFail(plan.report_fd, "execve", errno);
+}
+
+// The child's ordered list (subprocess.h), its process steps reading `plan`.
+std::vector<ChildStep> ChildStepList(const ChildPlan& plan, const SpawnOptions& options) {
+  std::vector<ChildStep> steps;
+  steps.reserve(8 + options.child_steps.credentials.size() + options.child_steps.lockdown.size());
+  steps.push_back({kCgroupJoinStep, JoinCgroup, &plan});
+  steps.push_back({"sigprocmask", ResetSignals, &plan});
+  steps.push_back(options.pty ? ChildStep{"setsid", NewSessionOnTerminal, &plan}
+                              : ChildStep{"setpgid", NewProcessGroup, &plan});
+  steps.push_back({"dup2", Stdio, &plan});
+  steps.push_back({"close_range", CloseDescriptors, &plan});
+  if (plan.cwd != nullptr) steps.push_back({"chdir", ChangeDirectory, &plan});
+  const ChildSteps& caller = options.child_steps;
+  steps.insert(steps.end(), caller.credentials.begin(), caller.credentials.end());
+  if (options.die_with_parent) steps.push_back({"parent death signal", ArmParentDeath, &plan});
+  steps.insert(steps.end(), caller.lockdown.begin(), caller.lockdown.end());
+  return steps;
 }
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -178,9 +236,9 @@ std::atomic<bool> clone_into_cgroup_works{true};
 // does: clone(CLONE_VM | CLONE_VFORK) on a small stack of its own, which skips copying the
 // parent's page tables (fork costs ~1.5 ms more per exec on these machines). The child then
 // shares our memory until execve: it must write nothing the parent reads, which ChildMain and
-// ChildSteps already promise (no allocation; its errno lands in this thread's, unread).
-Result<pid_t> StartChild(const ChildPlan& plan) {
-  if (!kShareMemoryWithChild || plan.steps.own_memory) {
+// every ChildStep already promise (no allocation; its errno lands in this thread's, unread).
+Result<pid_t> StartChild(ChildPlan& plan) {
+  if (!kShareMemoryWithChild || plan.own_memory) {
     pid_t pid = ::fork();
     if (pid == 0) ChildMain(plan);
     if (pid < 0) return Error::FromErrno(errno, "fork");
@@ -195,15 +253,15 @@ Result<pid_t> StartChild(const ChildPlan& plan) {
   char* top = static_cast<char*>(stack) + kStackBytes;
 #ifdef SANDRUN_CLONE_INTO_CGROUP
   if (plan.cgroup_dir_fd >= 0 && clone_into_cgroup_works.load(std::memory_order_relaxed)) {
-    ChildPlan direct = plan;
-    direct.cgroup_fd = -1;  // already inside
+    const int cgroup_fd = std::exchange(plan.cgroup_fd, -1);  // already inside: no join step
     CloneArgs args;
     args.flags = CLONE_VM | CLONE_VFORK | kCloneIntoCgroup;
     args.exit_signal = SIGCHLD;
     args.stack = reinterpret_cast<uintptr_t>(stack);
     args.stack_size = kStackBytes;
     args.cgroup = static_cast<uint64_t>(plan.cgroup_dir_fd);
-    long pid = sandrun_clone3_run(&args, sizeof(args), CloneEntry, &direct);
+    long pid = sandrun_clone3_run(&args, sizeof(args), CloneEntry, &plan);
+    plan.cgroup_fd = cgroup_fd;
     if (pid > 0 || (pid != -ENOSYS && pid != -EINVAL && pid != -E2BIG)) {
       ::munmap(stack, kStackBytes);
       if (pid < 0) {
@@ -219,8 +277,7 @@ Result<pid_t> StartChild(const ChildPlan& plan) {
     clone_into_cgroup_works.store(false, std::memory_order_relaxed);  // an older kernel
   }
 #endif
-  pid_t pid =
-      ::clone(CloneEntry, top, CLONE_VM | CLONE_VFORK | SIGCHLD, const_cast<ChildPlan*>(&plan));
+  pid_t pid = ::clone(CloneEntry, top, CLONE_VM | CLONE_VFORK | SIGCHLD, &plan);
   int clone_errno = errno;
   ::munmap(stack, kStackBytes);  // the child has exec'd or exited: its stack is unused
   if (pid < 0) return Error::FromErrno(clone_errno, "clone");
@@ -380,11 +437,14 @@ Result<Subprocess> Subprocess::Spawn(const SpawnOptions& options) {
   plan.stdin_fd = child_in.get();
   plan.stdout_fd = child_out.get();
   plan.stderr_fd = child_err.get();
-  plan.pty = options.pty;
   plan.report_fd = report.write.get();
   plan.cgroup_fd = tree ? tree->cgroup_procs_fd() : -1;
   plan.cgroup_dir_fd = tree ? tree->cgroup_dir_fd() : -1;
-  plan.steps = options.child_steps;
+  plan.parent = ::getpid();
+  plan.own_memory = options.child_steps.own_memory;
+  const std::vector<ChildStep> steps = ChildStepList(plan, options);
+  plan.steps = steps.data();
+  plan.step_count = steps.size();
 
   // With every signal blocked, no handler of ours runs in the child before it resets them.
   sigset_t all, saved;

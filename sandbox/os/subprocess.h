@@ -14,6 +14,22 @@
 // child (a missing cwd, a missing binary, a hardening step) comes back as an Error naming the
 // step, "chdir /x: No such file or directory", and nothing ran.
 //
+// The child runs one ordered list of steps, built in the parent before the clone (each step
+// async-signal-safe, reading only what the parent prepared; the first failure ends the child):
+//   1. cgroup join     into the run's cgroup, where clone3 could not start the child inside it
+//   2. signals         default dispositions, then an empty mask (the parent blocked them all
+//                      around the clone, so no handler of the runner ever runs in the child)
+//   3. setpgid         its own process group; with a PTY: setsid + TIOCSCTTY instead
+//   4. dup2            stdin, stdout, stderr
+//   5. close_range     every other descriptor close-on-exec (the report pipe closes at execve)
+//   6. chdir           SpawnOptions::cwd, if any
+//   7. credentials     ChildSteps::credentials: confinement, capabilities, identity
+//   8. parent death    PR_SET_PDEATHSIG(SIGKILL) (SpawnOptions::die_with_parent), then a re-check:
+//                      if getppid() is no longer the runner, it died before the signal was
+//                      armed, and the child _exits at once. After 7: a uid/gid change clears it.
+//   9. lockdown        ChildSteps::lockdown: no_new_privs, rlimits, the seccomp filter last
+//  10. execve
+//
 // Lifetime: destroying a Subprocess whose leader has not been reaped kills the whole group (or,
 // with SpawnOptions::tree, the whole tree) with SIGKILL and reaps the leader, so a Subprocess
 // never leaks a running leader or a zombie. Without a tree, group members left after the leader
@@ -35,17 +51,25 @@
 
 namespace sandrun {
 
-// The seam for hardening (rlimits, capabilities, no_new_privs, seccomp). `run` is called in the
-// child after the process group, stdio and cwd are set up and immediately before execve. It runs
-// between fork and exec, in a child that shares the parent's memory (clone with CLONE_VM |
-// CLONE_VFORK, as posix_spawn): it must not allocate, lock, log, or write memory the parent uses;
-// everything it needs must be prepared in the parent and reachable through `context`. On failure it
-// returns the errno and sets `*step` to a static, NUL-terminated name ("seccomp load"); the child
-// then exits and Spawn returns
-// "<step>: <strerror>".
-struct ChildSteps {
-  int (*run)(const void* context, const char** step) = nullptr;
+// One step of the child's sequence between clone and execve. It runs in a child that shares the
+// parent's memory (clone with CLONE_VM | CLONE_VFORK, as posix_spawn): it must not allocate, lock,
+// log, or write memory the parent uses; everything it needs is prepared in the parent and reached
+// through `context`. It returns 0, or the errno of its failure: the child then exits, nothing
+// ran, and Spawn returns "<name>: <strerror>". `run` may point `*name` at a more precise static,
+// NUL-terminated name first ("harden: setrlimit RLIMIT_NOFILE").
+struct ChildStep {
+  const char* name = "child step";
+  int (*run)(const void* context, const char** name) = nullptr;
   const void* context = nullptr;
+};
+
+// The caller's steps (hardening: sandbox/harden/child_steps.h), in the two places of the child's
+// one sequence where they belong (see Subprocess): `credentials` may change who the child is, so
+// they run before the parent-death signal is armed (the kernel clears that signal when the
+// effective uid or gid changes); `lockdown` runs after it, seccomp last.
+struct ChildSteps {
+  std::vector<ChildStep> credentials;  // confinement, capabilities, identity
+  std::vector<ChildStep> lockdown;     // no_new_privs, rlimits, the seccomp filter (last)
   // The steps change state that lives in the memory descriptor (e.g. PR_SET_DUMPABLE, which a
   // non-dumpable runner's child needs to write its own uid_map): the child then gets a copy of
   // the parent's memory (fork semantics, ~1.5 ms more) instead of sharing it.
@@ -75,6 +99,14 @@ struct SpawnOptions {
   int pipe_bytes = 0;
 
   ChildSteps child_steps;
+
+  // The child gets SIGKILL when the thread that spawned it exits (PR_SET_PDEATHSIG: the signal
+  // follows the parent *thread*, not the process), and exits at once if the runner died before
+  // the signal was armed. So a child that should die with its runner but outlive the call that
+  // started it is spawned from a thread that lives as long as the runner (a Spawner,
+  // spawner.h); a caller that waits for the child itself (RunSubprocess) may spawn it directly.
+  // false: the child outlives the runner (`serve --keep-host-processes`).
+  bool die_with_parent = true;
 
   // What KillTree, TreeAlive and EndTree cover (process_tree.h). kGroup: the process group. A
   // tracked tree is set up before the child starts: with a cgroup the child starts in it (or

@@ -47,8 +47,6 @@ std::unique_ptr<ChildHardening> WithoutFilter() {
   ChildHardening::Spec spec;
   spec.caps = *caps;
   spec.rlimits = profile->rlimits;
-  spec.reset_signals = false;  // as HostHardening: Subprocess::Spawn's child does both
-  spec.close_fds = false;
   auto child = ChildHardening::Create(std::move(spec));
   if (!child) std::exit(1);
   return std::move(child).value();

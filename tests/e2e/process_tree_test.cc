@@ -3,15 +3,18 @@
 // server session killed with `process kill`, a server shut down with a session running, a
 // runner killed with SIGKILL in the middle of a run), and a sandboxed command in the minimal
 // image (checked with `ps` in the container); `doctor` names the mechanism. No run cgroup is
-// left behind by any of it.
+// left behind by any of it. A runner or server killed with SIGKILL takes its commands' leaders
+// with it (the parent-death signal), except sessions of `serve --keep-host-processes`.
 //
 // The commands wait until their children have exec'd (pid files in a world-writable scratch
 // dir, then /proc/<pid>/cmdline) before they go on; a survivor is found by its unique command
 // line ("sleep 1000.<test pid><k>").
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -26,6 +29,7 @@
 #include "sandbox/os/cgroup.h"
 #include "sandbox/os/file.h"
 #include "sandbox/os/proc_table.h"
+#include "sandbox/os/unique_fd.h"
 #include "tests/e2e/sandrun_home.h"
 #include "tests/support/live_processes.h"
 
@@ -130,6 +134,50 @@ class ProcessTrees : public SandrunHome {
     return Details(doc, "sessionId");
   }
 
+  // `serve --keep-host-processes`, ready for calls.
+  void StartKeepingServer() {
+    server_pid_ = ::fork();
+    if (server_pid_ == 0) {
+      ::setenv("SANDRUN_HOME", home_.c_str(), 1);
+      int devnull = ::open("/dev/null", O_WRONLY);
+      ::dup2(devnull, 1);
+      ::dup2(devnull, 2);
+      ::execl(SANDRUN_BINARY, SANDRUN_BINARY, "--workspace", workspace_.c_str(), "serve",
+              "--keep-host-processes", static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    for (int i = 0; i < 200 && Sandrun({"process", "list"}).exit_code != 0; ++i) {
+      std::this_thread::sleep_for(milliseconds(25));
+    }
+  }
+
+  // The server dies without a chance to clean up.
+  void CrashServer() {
+    ASSERT_GT(server_pid_, 0);
+    ::kill(server_pid_, SIGKILL);
+    ::waitpid(server_pid_, nullptr, 0);  // reaped: its exit has sent the parent-death signals
+    server_pid_ = -1;
+  }
+
+  // Shell text: the shell itself becomes sleeper k, the command's leader.
+  std::string Leader(int k) {
+    sleepers_.push_back(Sleeper(k));
+    return "exec " + Sleeper(k);
+  }
+
+  // A pidfd of the running sleeper k (the test is not its parent, so no waitpid).
+  UniqueFd PidfdOf(int k) {
+    std::vector<pid_t> pids = LiveWithArgs(Sleeper(k));
+    if (pids.size() != 1u) return UniqueFd();
+    return UniqueFd(static_cast<int>(::syscall(SYS_pidfd_open, pids.front(), 0)));
+  }
+
+  // Whether the process of `pidfd` exits within 20 s.
+  static bool Exits(const UniqueFd& pidfd) {
+    pollfd p{pidfd.get(), POLLIN, 0};
+    return pidfd.valid() && ::poll(&p, 1, 20000) == 1;
+  }
+
   bool Running(int k) { return RunsWithin(Sleeper(k), milliseconds(20000)); }
   bool Gone(int k) { return LiveWithArgs(Sleeper(k)).empty(); }
 
@@ -176,20 +224,8 @@ TEST_F(ProcessTrees, KeptHostSessionsOutliveTheServerUntrackedWithoutACgroup) {
   // `serve --keep-host-processes` leaves gateway sessions running on purpose: their processes
   // leave the server's run cgroups at exit, which are removed.
   Config(R"({"sandbox": {"mode": "off"}})");
-  server_pid_ = ::fork();
-  if (server_pid_ == 0) {
-    ::setenv("SANDRUN_HOME", home_.c_str(), 1);
-    int devnull = ::open("/dev/null", O_WRONLY);
-    ::dup2(devnull, 1);
-    ::dup2(devnull, 2);
-    ::execl(SANDRUN_BINARY, SANDRUN_BINARY, "--workspace", workspace_.c_str(), "serve",
-            "--keep-host-processes", static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
+  StartKeepingServer();
   const pid_t server = server_pid_;
-  for (int i = 0; i < 200 && Sandrun({"process", "list"}).exit_code != 0; ++i) {
-    std::this_thread::sleep_for(milliseconds(25));
-  }
   BackgroundId(Child(7, "(setsid X &)") + "exec " + Sleeper(8));
   ASSERT_TRUE(Running(8));
   StopServer();
@@ -206,6 +242,62 @@ TEST_F(ProcessTrees, KeptHostSessionsOutliveTheServerUntrackedWithoutACgroup) {
   for (pid_t pid : kept) ::kill(pid, SIGKILL);
   for (pid_t pid : leader) ::kill(pid, SIGKILL);
   sleepers_.clear();
+}
+
+// The command's leader dies with a runner killed with SIGKILL (PR_SET_PDEATHSIG), whichever
+// thread started it; what it started itself is left to the next run (below). (Before: the
+// leader ran on until the next run's cleanup.) The next run here removes the dead runner's
+// run cgroup.
+TEST_F(ProcessTrees, AOneShotRunnerKilledWithSIGKILLTakesItsCommandWithIt) {
+  Config(R"({"sandbox": {"mode": "off"}})");
+  pid_t runner = SpawnExec(Leader(11));
+  ASSERT_TRUE(Running(11));
+  UniqueFd leader = PidfdOf(11);
+  ASSERT_TRUE(leader.valid());
+  ::kill(runner, SIGKILL);
+  ::waitpid(runner, nullptr, 0);
+  EXPECT_TRUE(Exits(leader));
+  EXPECT_EQ(Exec({}, "echo next").out, "next\n");
+}
+
+TEST_F(ProcessTrees, AServerKilledWithSIGKILLTakesItsGatewaySessionsWithIt) {
+  // The session was started by one of the server's request threads, long gone by now.
+  Config(R"({"sandbox": {"mode": "off"}})");
+  StartServer();
+  BackgroundId(Leader(12));
+  ASSERT_TRUE(Running(12));
+  UniqueFd leader = PidfdOf(12);
+  ASSERT_TRUE(leader.valid());
+  CrashServer();
+  EXPECT_TRUE(Exits(leader));
+  EXPECT_EQ(Exec({}, "echo next").out, "next\n");
+}
+
+TEST_F(ProcessTrees, KeptHostSessionsOutliveAServerKilledWithSIGKILL) {
+  // With --keep-host-processes the session is not tied to the server's life: after the crash
+  // it still reads a line from a FIFO (the test holds the FIFO open, so a dead reader would
+  // leave the line unread) and answers in a file, then ends. (At once: the next sandrun run
+  // anywhere kills what a crashed server left in its run cgroups, kept or not.)
+  Config(R"({"sandbox": {"mode": "off"}})");
+  const std::string fifo = scratch_ + "/in13";
+  const std::string answer = scratch_ + "/out13";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0666), 0);
+  ASSERT_EQ(::chmod(fifo.c_str(), 0666), 0);  // the command may run as the host user
+  UniqueFd hold(::open(fifo.c_str(), O_RDWR | O_CLOEXEC));
+  ASSERT_TRUE(hold.valid());
+  StartKeepingServer();
+  std::string id = BackgroundId("read line < " + fifo + "; echo \"$line\" > " + answer);
+  ASSERT_FALSE(id.empty());
+  CrashServer();
+  ASSERT_EQ(::write(hold.get(), "alive\n", 6), 6);
+  std::string said;
+  for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+       said != "alive\n" && std::chrono::steady_clock::now() < until;) {
+    std::this_thread::sleep_for(milliseconds(10));
+    if (auto text = ReadFile(answer)) said = *text;
+  }
+  EXPECT_EQ(said, "alive\n");
+  EXPECT_EQ(Exec({}, "echo next").out, "next\n");  // removes the crashed server's run cgroup
 }
 
 TEST_F(ProcessTrees, WhatAKilledRunnerLeftIsKilledByTheNextRun) {

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -520,10 +521,7 @@ TEST(SubprocessTest, ChildStepFailureNamesTheStep) {
   SpawnOptions opts;
   opts.path = "/bin/true";
   opts.argv = {"/bin/true"};
-  opts.child_steps.run = [](const void*, const char** step) {
-    *step = "seccomp load";
-    return EPERM;
-  };
+  opts.child_steps.lockdown = {{"seccomp load", [](const void*, const char**) { return EPERM; }}};
   Result<Subprocess> proc = Subprocess::Spawn(opts);
   ASSERT_FALSE(proc);
   EXPECT_EQ(proc.error().message, "seccomp load: Operation not permitted");
@@ -535,17 +533,76 @@ TEST(SubprocessTest, ChildStepsRunBeforeExec) {
   SpawnOptions opts;
   opts.path = "/bin/sh";
   opts.argv = {"/bin/sh", "-c", "echo $((5 + 6))"};
-  opts.child_steps.context = kMarker;
-  opts.child_steps.run = [](const void* context, const char**) {
-    // Something observable and async-signal-safe: write to the child's stdout before exec.
-    const char* text = static_cast<const char*>(context);
-    return ::write(STDOUT_FILENO, text, std::strlen(text)) > 0 ? 0 : EIO;
-  };
+  opts.child_steps.credentials = {{"marker",
+                                   [](const void* context, const char**) {
+                                     // Something observable and async-signal-safe: write to
+                                     // the child's stdout before exec.
+                                     const char* text = static_cast<const char*>(context);
+                                     return ::write(STDOUT_FILENO, text, std::strlen(text)) > 0
+                                                ? 0
+                                                : EIO;
+                                   },
+                                   kMarker}};
   opts.pty = false;
   RunLimits limits;
   Result<ExecOutcome> out = RunSubprocess(opts, limits, nullptr, nullptr);
   ASSERT_TRUE(out) << out.error().ToString();
   EXPECT_EQ(out->aggregated, std::string(kMarker) + "11\n");
+}
+
+// The caller's steps run where subprocess.h puts them: `credentials` before the parent-death
+// signal is armed (a later uid change would clear it), `lockdown` after it; without
+// die_with_parent nothing arms it.
+TEST(SubprocessTest, TheParentDeathSignalIsArmedBetweenCredentialsAndLockdown) {
+  auto report = [](const void*, const char**) {
+    int sig = -1;
+    if (::prctl(PR_GET_PDEATHSIG, &sig, 0, 0, 0) != 0) return errno;
+    const char digit = sig == SIGKILL ? 'K' : static_cast<char>('0' + sig);
+    return ::write(STDOUT_FILENO, &digit, 1) == 1 ? 0 : EIO;
+  };
+  SpawnOptions opts;
+  opts.path = "/bin/sh";
+  opts.argv = {"/bin/sh", "-c", "echo"};
+  opts.child_steps.credentials = {{"report", report}};
+  opts.child_steps.lockdown = {{"report", report}};
+  Result<ExecOutcome> armed = RunSubprocess(opts, RunLimits{}, nullptr, nullptr);
+  ASSERT_TRUE(armed) << armed.error().ToString();
+  EXPECT_EQ(armed->aggregated, "0K\n");
+  opts.die_with_parent = false;
+  Result<ExecOutcome> unarmed = RunSubprocess(opts, RunLimits{}, nullptr, nullptr);
+  ASSERT_TRUE(unarmed) << unarmed.error().ToString();
+  EXPECT_EQ(unarmed->aggregated, "00\n");
+}
+
+// The parent-death signal follows the thread that spawned the child: a background run started
+// from a thread that then ends (a server's request thread) must keep running, because the
+// executor spawns from its own long-lived thread. (Spawned from the starting thread, the shell
+// would get SIGKILL as that thread exits.)
+TEST(HostExecutorTest, ABackgroundRunOutlivesTheThreadThatStartedIt) {
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  struct sigaction saved {};
+  ASSERT_EQ(::sigaction(SIGPIPE, &ignore, &saved), 0);  // a dead reader must not kill the test
+  HostExecutor host;
+  Result<std::unique_ptr<RunningProcess>> started = Error(ErrorCode::kInternal, "not started");
+  pid_t starter_tid = 0;
+  std::thread starter([&] {
+    starter_tid = static_cast<pid_t>(::gettid());
+    started = host.Start(HostPlan("read line; echo got:$line"), nullptr);
+  });
+  starter.join();
+  ASSERT_TRUE(started) << started.error().ToString();
+  // The thread's task leaves /proc only after its exit sent the parent-death signals.
+  const std::string task = "/proc/self/task/" + std::to_string(starter_tid);
+  Deadline gone = Deadline::After(std::chrono::seconds(10));
+  while (std::filesystem::exists(task) && !gone.expired()) std::this_thread::yield();
+  ASSERT_FALSE(std::filesystem::exists(task));
+  // A SIGKILLed shell could not read this line.
+  EXPECT_TRUE((*started)->WriteStdin("alive\n"));
+  ExecOutcome out = (*started)->Wait();
+  ::sigaction(SIGPIPE, &saved, nullptr);
+  EXPECT_EQ(out.status, Status::kExited) << "signal " << out.signal;
+  EXPECT_EQ(out.aggregated, "got:alive\n");
 }
 
 TEST(SubprocessTest, StdinPipeStaysOpenForInput) {

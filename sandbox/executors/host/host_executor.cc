@@ -96,9 +96,11 @@ Result<ExecOutcome> Pump(Subprocess& proc, std::vector<OutputStream> streams,
 }  // namespace
 
 Result<ExecOutcome> RunSubprocess(const SpawnOptions& spawn, const RunLimits& limits,
-                                  const LiveSink& live, const CancelToken* cancel) {
+                                  const LiveSink& live, const CancelToken* cancel,
+                                  Spawner* spawner) {
   auto started = Deadline::Clock::now();
-  SANDRUN_ASSIGN_OR_RETURN(Subprocess proc, Subprocess::Spawn(spawn));
+  SANDRUN_ASSIGN_OR_RETURN(Subprocess proc,
+                           spawner != nullptr ? spawner->Spawn(spawn) : Subprocess::Spawn(spawn));
   UniqueFd stdin_end = proc.TakeStdin();  // a kPipe stdin stays open until the run ends
   return Pump(proc, TakeOutputs(proc, spawn.pty), limits, live, cancel, started, nullptr);
 }
@@ -384,8 +386,10 @@ Result<ExecOutcome> HostExecutor::Run(const Plan& plan, const LiveSink& live,
   std::vector<std::string> warnings;
   SANDRUN_ASSIGN_OR_RETURN(SpawnOptions spawn,
                            SpawnFor(plan, SpawnOptions::Stdin::kNull, &hardening, &warnings));
+  spawn.die_with_parent = true;  // nobody would read a foreground run left by a dead runner
   RunLimits limits = LimitsFor(plan);
-  SANDRUN_ASSIGN_OR_RETURN(ExecOutcome outcome, RunSubprocess(spawn, limits, live, cancel));
+  SANDRUN_ASSIGN_OR_RETURN(ExecOutcome outcome,
+                           RunSubprocess(spawn, limits, live, cancel, spawner_.get()));
   outcome.warnings.insert(outcome.warnings.begin(), warnings.begin(), warnings.end());
   if (plan.cwd.empty()) {
     char here[PATH_MAX];
@@ -402,7 +406,9 @@ Result<std::unique_ptr<RunningProcess>> HostExecutor::Start(const Plan& plan, Li
   std::vector<std::string> warnings;
   SANDRUN_ASSIGN_OR_RETURN(SpawnOptions spawn,
                            SpawnFor(plan, SpawnOptions::Stdin::kPipe, &hardening, &warnings));
-  SANDRUN_ASSIGN_OR_RETURN(Subprocess proc, Subprocess::Spawn(spawn));
+  spawn.die_with_parent = options_.die_with_runner;
+  // From the spawner's thread: the caller's (a request's) may end long before the process.
+  SANDRUN_ASSIGN_OR_RETURN(Subprocess proc, spawner_->Spawn(spawn));
   return std::unique_ptr<RunningProcess>(std::make_unique<HostRunningProcess>(
       std::move(proc), plan.pty, LimitsFor(plan), std::move(sink), plan.cwd, std::move(warnings)));
 }
@@ -461,7 +467,7 @@ Result<SpawnOptions> HostExecutor::SpawnFor(const Plan& plan, SpawnOptions::Stdi
   spawn.pipe_bytes = options_.pipe_bytes;
   spawn.tree = options_.tree;
 
-  // Loaded and compiled once per process; the child only reads the prepared result.
+  // Loaded and compiled once per executor; the child only reads the prepared result.
   const std::string profile = plan.host_profile.empty() ? "default" : plan.host_profile;
   const std::string dir =
       options_.profiles_dir.empty() ? harden::DefaultProfilesDir() : options_.profiles_dir;
@@ -476,7 +482,7 @@ Result<SpawnOptions> HostExecutor::SpawnFor(const Plan& plan, SpawnOptions::Stdi
   env.read_only.push_back(::realpath(dir.c_str(), resolved) != nullptr ? resolved : dir);
   auto hardening = [&] {
     if (!options_.seccomp_support && !options_.confine_support) {
-      return harden::HostHardening::Cached(dir, profile, env);
+      return hardening_->Get(dir, profile, env);
     }
     env.seccomp_support = options_.seccomp_support;
     env.confine_support = options_.confine_support;

@@ -28,6 +28,15 @@
 //   object is destroyed (a server shutting down). The tree is killed while the shell is still
 //   unreaped, so its pid (the group id) cannot have been reused.
 // - Spawn failures (missing shell, bad cwd, ...) are Errors: nothing ran.
+// - Dying with the runner: every child is spawned by the executor's own long-lived spawner
+//   thread (sandbox/os/spawner.h) with the parent-death signal armed, so a runner killed with
+//   SIGKILL takes its commands' shells with it, whichever thread started them (a server's
+//   request threads end long before their sessions). Foreground runs always die with the
+//   runner; background ones (Start) unless Options::die_with_runner is false (`serve
+//   --keep-host-processes`). What a shell started itself is not signalled: the next run finds
+//   it in the dead runner's cgroup and kills it (process_tree.h). Destroying the executor ends
+//   its spawner thread, so it must outlive the processes it started (a runtime destroys its
+//   sessions first).
 // - Hardening: every command runs under the host profile plan.host_profile ("" = "default"):
 //   capabilities dropped, no_new_privs, rlimits and its seccomp filter loaded last, in the child
 //   just before execve (sandbox/harden/child_steps.h). A profile that does not load, or a
@@ -44,6 +53,8 @@
 #include <vector>
 
 #include "sandbox/executors/executor.h"
+#include "sandbox/harden/host_hardening.h"
+#include "sandbox/os/spawner.h"
 #include "sandbox/os/subprocess.h"
 
 namespace sandrun::exec {
@@ -59,11 +70,13 @@ struct RunLimits {
 };
 
 // The executor's engine, shared with other host-side runners (the login-shell PATH probe, later
-// background sessions): spawns `spawn`, pumps its output into a collector, enforces `limits` and
-// `cancel`, kills what is left of the group, and reaps. Fills everything in the outcome except
-// `cwd` and `where`.
+// background sessions): spawns `spawn` (through `spawner`, or from the calling thread, which is
+// fine for a parent-death signal because it waits here until the child is reaped), pumps its
+// output into a collector, enforces `limits` and `cancel`, kills what is left of the group, and
+// reaps. Fills everything in the outcome except `cwd` and `where`.
 Result<ExecOutcome> RunSubprocess(const SpawnOptions& spawn, const RunLimits& limits,
-                                  const LiveSink& live, const CancelToken* cancel);
+                                  const LiveSink& live, const CancelToken* cancel,
+                                  Spawner* spawner = nullptr);
 
 class HostExecutor : public Executor {
  public:
@@ -73,11 +86,11 @@ class HostExecutor : public Executor {
     int pipe_bytes = 1 << 20;
     // Where profiles/host/<plan.host_profile>.json and the files it names are read from; ""
     // means harden::DefaultProfilesDir(). Each profile is loaded and its seccomp filter compiled
-    // once per process (harden::HostHardening::Cached).
+    // once per executor (its harden::HardeningCache).
     std::string profiles_dir;
     // Whether this kernel can filter system calls. nullopt: ask it (the normal case). Tests set
     // an Error to act as a kernel without seccomp; the profile is then prepared on every call
-    // instead of once per process.
+    // instead of once per executor.
     std::optional<Status> seccomp_support;
     // Where compiled seccomp programs are kept between processes ("" = not kept): see
     // harden::HardeningEnvironment::cache_dir (used only inside a masked path).
@@ -90,6 +103,10 @@ class HostExecutor : public Executor {
     std::optional<Status> confine_support;
     // How the command's process tree is tracked; tests force kSweep where cgroups work.
     TreeTracking tree = TreeTracking::kAuto;
+    // Whether background processes (Start) get SIGKILL when this process dies, as foreground
+    // runs always do. false: they outlive a crash of the runner (Runtime::Options::
+    // keep_host_processes, `serve --keep-host-processes`).
+    bool die_with_runner = true;
   };
 
   HostExecutor() = default;
@@ -110,6 +127,9 @@ class HostExecutor : public Executor {
   RunLimits LimitsFor(const Plan& plan) const;
 
   Options options_;
+  // Boxed: the executor stays movable. The spawner's thread is started on the first spawn.
+  std::unique_ptr<Spawner> spawner_ = std::make_unique<Spawner>();
+  std::unique_ptr<harden::HardeningCache> hardening_ = std::make_unique<harden::HardeningCache>();
 };
 
 }  // namespace sandrun::exec
