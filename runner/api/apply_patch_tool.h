@@ -31,12 +31,9 @@ struct ApplyPatchToolResult {
   std::string json;  // the one JSON object `sandrun call` prints
 };
 
+// Called by the Runtime (runner/api/runtime.h), whichever front end carries the call.
 ApplyPatchToolResult RunApplyPatchTool(const GlobalOptions& global, const policy::Caller& caller,
                                        const ApplyPatchRequest& request);
-
-// `sandrun call [JSON|-]`: apply_patch calls run here (in-process); every other call goes to
-// RunCallCommand (exec_cmd.h) unchanged.
-int RunToolCallCommand(const GlobalOptions& global, const std::string& json_arg);
 
 struct ApplyPatchFlags {
   std::string file;  // "" or "-": stdin
