@@ -31,15 +31,17 @@ using Writer = JsonWriter;
 ApplyPatchToolResult Refused(std::string code, std::string message) {
   ApplyPatchToolResult r;
   r.refused = true;
-  r.error = ToolError{std::move(code), std::move(message)};
-  r.json = RenderError(r.error);
+  r.error = Error::Refusal(std::move(code), std::move(message));
+  r.json = RenderToolError(r.error);
   return r;
 }
 
+// `code`: internal, or apply-failed (writing failed and was rolled back).
 ApplyPatchToolResult Internal(std::string code, std::string message) {
-  ApplyPatchToolResult r = Refused(std::move(code), std::move(message));
-  r.refused = false;
+  ApplyPatchToolResult r;
   r.internal = true;
+  r.error = Error(ErrorCode::kInternal, std::move(message)).WithWire(std::move(code));
+  r.json = RenderToolError(r.error);
   return r;
 }
 
@@ -177,7 +179,7 @@ int RunApplyPatchCommand(const GlobalOptions& global, const ApplyPatchFlags& fla
   if (flags.json) {
     std::printf("%s\n", result.json.c_str());
   } else if (result.refused || result.internal) {
-    PrintError(result.error.message);
+    PrintError(result.error.ToString());
   } else {
     std::printf("%s\n", result.text.c_str());
   }

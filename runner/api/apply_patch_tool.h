@@ -25,7 +25,7 @@ namespace sandrun::api {
 struct ApplyPatchToolResult {
   bool refused = false;   // refused, nothing changed (CLI exit 2)
   bool internal = false;  // writing failed (rolled back) or sandrun failed (CLI exit 1)
-  ToolError error;        // when refused or internal
+  Error error;            // when refused or internal: its wire code is the JSON's error code
   patch::ApplySummary summary;
   std::string text;  // the content text ("Success. Updated the following files: ...")
   std::string json;  // the one JSON object `sandrun call` prints

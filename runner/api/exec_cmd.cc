@@ -129,8 +129,8 @@ int RunExecCommand(const GlobalOptions& global, const ExecFlags& flags) {
   std::string command = CommandFromWords(flags.command);
   policy::ExecRequest request;
   request.command = command;
-  if (auto invalid = ValidateCommand(command)) {
-    PrintError(invalid->message + " (usage: sandrun exec [flags] -- COMMAND)");
+  if (Status valid = ValidateCommand(command); !valid) {
+    PrintError(valid.error().ToString() + " (usage: sandrun exec [flags] -- COMMAND)");
     return refused;
   }
   if (!flags.host.empty()) request.host = flags.host;
@@ -164,9 +164,10 @@ int RunExecCommand(const GlobalOptions& global, const ExecFlags& flags) {
     std::error_code ec;
     std::string cwd = std::filesystem::current_path(ec).string();
     auto streamed = ExecThroughServer(socket, ExecRequestToJson(request), global, cwd, io);
-    report = streamed
-                 ? std::move(streamed).value()
-                 : ReportError(ToolError{"server-unreachable", streamed.error().ToString()}, true);
+    report = streamed ? std::move(streamed).value()
+                      : ReportError(Error(streamed.error().code, streamed.error().ToString())
+                                        .WithWire("server-unreachable"),
+                                    true);
   } else {
     // The same runtime as the server's, one-shot: no sessions, so nothing outlives this call.
     std::unique_ptr<Runtime> runtime = Runtime::StartOneShot(global);

@@ -19,6 +19,7 @@
 #include "runner/policy/tool_policy.h"
 #include "runner/sessions/manager.h"
 #include "runner/sessions/process_request.h"
+#include "runner/wire/tool_result.h"
 #include "sandbox/base/strings.h"
 #include "sandbox/executors/host/host_executor.h"
 #include "sandbox/executors/registry.h"
@@ -29,15 +30,16 @@ namespace {
 ExecToolResult Refused(std::string code, std::string message) {
   ExecToolResult r;
   r.refused = true;
-  r.error = ToolError{std::move(code), std::move(message)};
-  r.json = RenderError(r.error);
+  r.error = Error::Refusal(std::move(code), std::move(message));
+  r.json = RenderToolError(r.error);
   return r;
 }
 
 ExecToolResult Internal(std::string message) {
-  ExecToolResult r = Refused("internal", std::move(message));
-  r.refused = false;
+  ExecToolResult r;
   r.internal = true;
+  r.error = Error(ErrorCode::kInternal, std::move(message));
+  r.json = RenderToolError(r.error);
   return r;
 }
 

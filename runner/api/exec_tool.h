@@ -55,7 +55,7 @@ struct ExecServices {
 struct ExecToolResult {
   bool refused = false;   // the call was refused before anything ran (CLI exit 2)
   bool internal = false;  // sandrun itself failed (CLI exit 1)
-  ToolError error;        // when refused or internal
+  Error error;            // when refused or internal: its wire code is the JSON's error code
   exec::ExecOutcome outcome;
   std::string host;  // "sandbox" | "gateway"
   int64_t timeout_seconds = 0;

@@ -20,6 +20,7 @@
 #include "runner/config/state_dir.h"
 #include "runner/sessions/manager.h"
 #include "runner/sessions/process_request.h"
+#include "runner/wire/tool_result.h"
 #include "sandbox/base/json.h"
 #include "sandbox/docker/client.h"
 #include "sandbox/executors/docker/docker_executor.h"
@@ -84,7 +85,7 @@ class EventHub {
 };
 
 RuntimeReply ErrorReply(int status, const std::string& code, const std::string& message) {
-  return {status, RenderError(ToolError{code, message})};
+  return {status, RenderToolError(Error::Refusal(code, message))};
 }
 
 // What a one-shot runtime answers to the calls only a server can serve.
@@ -240,8 +241,8 @@ namespace {
 std::variant<ToolCall, RuntimeReply> ParseCallOf(std::string_view body, const std::string& tool,
                                                  const char* route) {
   auto parsed = ParseToolCall(body);
-  if (auto* error = std::get_if<ToolError>(&parsed)) return RuntimeReply{400, RenderError(*error)};
-  ToolCall& call = std::get<ToolCall>(parsed);
+  if (!parsed) return RuntimeReply{400, RenderToolError(parsed.error())};
+  ToolCall& call = *parsed;
   if (call.tool != tool) {
     return ErrorReply(400, "invalid-request",
                       std::string("POST ") + route + " takes " + tool + " tool calls");
@@ -293,15 +294,12 @@ RuntimeReply Runtime::Process(const Principal& who, std::string_view body) {
   if (!impl_->manager)
     return Count(ServerRequired("The process tool works on background sessions"));
   auto parsed = sessions::ParseProcessRequest(body);
-  if (auto* error = std::get_if<sessions::ProcessError>(&parsed)) {
-    return Count({400, sessions::RenderProcessError(*error)});
-  }
+  if (!parsed) return Count({400, RenderToolError(parsed.error())});
   if (auto bad = config::CallerIdsError(who.agent, who.session)) {
     return Count(ErrorReply(400, "invalid-request", *bad));
   }
   sessions::Scope scope{who.tenant, who.agent, who.session};
-  sessions::ProcessResult result =
-      impl_->manager->Process(std::get<sessions::ProcessRequest>(parsed), scope);
+  sessions::ProcessResult result = impl_->manager->Process(*parsed, scope);
   return Count({result.refused ? 400 : 200, result.json});
 }
 

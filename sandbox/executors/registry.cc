@@ -39,7 +39,9 @@ Result<std::shared_ptr<Executor>> ExecutorRegistry::For(Target target) {
   if (!entry.made) {
     auto made = entry.make();
     if (!made) {
-      return std::move(made).error().Wrap(TargetName(target) + " unavailable, nothing was run")
+      return std::move(made)
+          .error()
+          .Wrap(TargetName(target) + " unavailable, nothing was run")
           .WithWire(UnavailableWire(target));
     }
     if (*made == nullptr) {

@@ -108,8 +108,9 @@ TEST(ExecutorRegistryTest, AFailedCreationSaysWhyAndIsRetriedNextTime) {
 
 TEST(ExecutorRegistryTest, AFactoryThatMakesNothingIsAnError) {
   ExecutorRegistry registry;
-  registry.Register(Target::kSandbox,
-                    []() -> Result<std::shared_ptr<Executor>> { return std::shared_ptr<Executor>(); });
+  registry.Register(Target::kSandbox, []() -> Result<std::shared_ptr<Executor>> {
+    return std::shared_ptr<Executor>();
+  });
   auto e = registry.For(Target::kSandbox);
   ASSERT_FALSE(e);
   EXPECT_EQ(e.error().WireCode(), "sandbox-unavailable");
