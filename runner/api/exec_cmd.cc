@@ -20,8 +20,6 @@
 #include "runner/api/server_client.h"
 #include "runner/api/tool_call.h"
 #include "runner/config/state_dir.h"
-#include "runner/policy/shell_analysis.h"
-#include "sandbox/base/json.h"
 
 namespace sandrun::api {
 namespace {
@@ -89,23 +87,12 @@ std::string ParseEnvFlags(const std::vector<std::string>& flags,
   return "";
 }
 
-std::string CommandFromWords(const std::vector<std::string>& words) {
-  if (words.size() == 1) return words[0];
-  std::string command;
-  for (const std::string& word : words) {
-    if (!command.empty()) command += ' ';  // a quoted word is never empty
-    command += policy::QuoteShellWord(word);
-  }
-  return command;
-}
-
 int RunCallCommand(const GlobalOptions& global, const std::string& json_arg) {
   std::string text = json_arg;
   if (text.empty() || text == "-") {
     text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
   }
-  auto doc = ParseJson(text);
-  const std::string tool = doc ? JsonString(*doc, "tool") : "";
+  const std::string tool = ToolNameOf(text);
   // apply_patch edits this user's files in-process, server or not; the rest goes to a server
   // when one answers.
   if (tool != "apply_patch") {

@@ -10,6 +10,7 @@
 #include "runner/api/exec_tool.h"
 #include "runner/api/runtime.h"
 #include "runner/api/server_client.h"
+#include "runner/api/tool_call.h"
 #include "runner/config/approvals_file.h"
 #include "runner/config/state_dir.h"
 #include "runner/policy/host_resolution.h"

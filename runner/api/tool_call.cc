@@ -7,6 +7,7 @@
 #include <csignal>
 #include <cstring>
 
+#include "runner/policy/shell_analysis.h"
 #include "runner/wire/tool_result.h"
 #include "sandbox/base/json.h"
 #include "sandbox/base/strings.h"
@@ -176,6 +177,21 @@ Result<ToolCall> ParseToolCall(std::string_view text) {
   }
   SANDRUN_RETURN_IF_ERROR(ReadExecParams(*doc, call.exec));
   return call;
+}
+
+std::string CommandFromWords(const std::vector<std::string>& words) {
+  if (words.size() == 1) return words[0];
+  std::string command;
+  for (const std::string& word : words) {
+    if (!command.empty()) command += ' ';  // a quoted word is never empty
+    command += policy::QuoteShellWord(word);
+  }
+  return command;
+}
+
+std::string ToolNameOf(std::string_view text) {
+  auto doc = ParseJson(text);
+  return doc ? JsonString(*doc, "tool") : "";
 }
 
 std::string ExecRequestToJson(const policy::ExecRequest& r) {

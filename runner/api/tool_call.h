@@ -44,6 +44,18 @@ Result<ToolCall> ParseToolCall(std::string_view text);
 // byte, at most kMaxCommandBytes. The refusal is invalid-request.
 Status ValidateCommand(std::string_view command);
 
+// The shell text for the words that follow "--" on the command line of exec and policy check.
+// They are never reparsed: one word is the text byte for byte ("[a,b]" stays "[a,b]"); several
+// are each quoted for sh (policy::QuoteShellWord) and joined with spaces, so that the shell runs
+// exactly that argv: {"printf", "%s|", "a  b", "it's"} -> printf '%s|' 'a  b' 'it'"'"'s'. (One
+// exception is the shell's, not ours: bash takes a command name starting with '%', quoted or not,
+// as a job spec; the allowlist analysis refuses it as job-control.) No words: "".
+std::string CommandFromWords(const std::vector<std::string>& words);
+
+// The "tool" member of a tool call's text ("" when it is not a JSON object with a string there):
+// which route a front end hands it to, before it is parsed and validated there.
+std::string ToolNameOf(std::string_view text);
+
 // The tool-call JSON for a request ({"tool":"exec",...}), e.g. to send it to a server.
 std::string ExecRequestToJson(const policy::ExecRequest& request);
 
