@@ -13,6 +13,7 @@
 
 #include "runner/api/exec_cmd.h"
 #include "runner/api/exec_tool.h"
+#include "runner/api/runtime.h"
 #include "runner/config/config.h"
 #include "runner/config/state_dir.h"
 #include "runner/patch/patch.h"
@@ -30,15 +31,17 @@ using Writer = JsonWriter;
 ApplyPatchToolResult Refused(std::string code, std::string message) {
   ApplyPatchToolResult r;
   r.refused = true;
-  r.error = ToolError{std::move(code), std::move(message)};
-  r.json = RenderError(r.error);
+  r.error = Error::Refusal(std::move(code), std::move(message));
+  r.json = RenderToolError(r.error);
   return r;
 }
 
+// `code`: internal, or apply-failed (writing failed and was rolled back).
 ApplyPatchToolResult Internal(std::string code, std::string message) {
-  ApplyPatchToolResult r = Refused(std::move(code), std::move(message));
-  r.refused = false;
+  ApplyPatchToolResult r;
   r.internal = true;
+  r.error = Error(ErrorCode::kInternal, std::move(message)).WithWire(std::move(code));
+  r.json = RenderToolError(r.error);
   return r;
 }
 
@@ -156,27 +159,6 @@ ApplyPatchToolResult RunApplyPatchTool(const GlobalOptions& global, const policy
   return result;
 }
 
-int RunToolCallCommand(const GlobalOptions& global, const std::string& json_arg) {
-  std::string text = json_arg;
-  if (text.empty() || text == "-") {
-    text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
-  }
-  // Only apply_patch is handled here; anything else (malformed calls included) goes on as before.
-  auto doc = ParseJson(text);
-  if (!doc || JsonString(*doc, "tool") != policy::kToolApplyPatch) {
-    return RunCallCommand(global, text.empty() ? std::string("-") : text);
-  }
-  auto parsed = ParseToolCall(text);
-  if (auto* error = std::get_if<ToolError>(&parsed)) {
-    std::printf("%s\n", RenderError(*error).c_str());
-    return kExitRefused;
-  }
-  ApplyPatchToolResult result =
-      RunApplyPatchTool(global, CliCaller(global), std::get<ToolCall>(parsed).apply_patch);
-  std::printf("%s\n", result.json.c_str());
-  return result.refused ? kExitRefused : result.internal ? kExitFailure : kExitOk;
-}
-
 int RunApplyPatchCommand(const GlobalOptions& global, const ApplyPatchFlags& flags) {
   ApplyPatchRequest request;
   if (flags.file.empty() || flags.file == "-") {
@@ -192,11 +174,12 @@ int RunApplyPatchCommand(const GlobalOptions& global, const ApplyPatchFlags& fla
   }
   if (!flags.workdir.empty()) request.workdir = flags.workdir;
   if (!flags.model.empty()) request.model = flags.model;
-  ApplyPatchToolResult result = RunApplyPatchTool(global, CliCaller(global), request);
+  ApplyPatchToolResult result =
+      Runtime::StartOneShot(global)->ApplyPatch(CliPrincipal(global), request);
   if (flags.json) {
     std::printf("%s\n", result.json.c_str());
   } else if (result.refused || result.internal) {
-    PrintError(result.error.message);
+    PrintError(result.error.ToString());
   } else {
     std::printf("%s\n", result.text.c_str());
   }

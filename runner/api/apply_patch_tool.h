@@ -25,18 +25,15 @@ namespace sandrun::api {
 struct ApplyPatchToolResult {
   bool refused = false;   // refused, nothing changed (CLI exit 2)
   bool internal = false;  // writing failed (rolled back) or sandrun failed (CLI exit 1)
-  ToolError error;        // when refused or internal
+  Error error;            // when refused or internal: its wire code is the JSON's error code
   patch::ApplySummary summary;
   std::string text;  // the content text ("Success. Updated the following files: ...")
   std::string json;  // the one JSON object `sandrun call` prints
 };
 
+// Called by the Runtime (runner/api/runtime.h), whichever front end carries the call.
 ApplyPatchToolResult RunApplyPatchTool(const GlobalOptions& global, const policy::Caller& caller,
                                        const ApplyPatchRequest& request);
-
-// `sandrun call [JSON|-]`: apply_patch calls run here (in-process); every other call goes to
-// RunCallCommand (exec_cmd.h) unchanged.
-int RunToolCallCommand(const GlobalOptions& global, const std::string& json_arg);
 
 struct ApplyPatchFlags {
   std::string file;  // "" or "-": stdin

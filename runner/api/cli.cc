@@ -14,6 +14,7 @@
 #include "runner/api/cli_context.h"
 #include "runner/api/doctor.h"
 #include "runner/api/exec_cmd.h"
+#include "runner/api/exec_stream.h"
 #include "runner/api/policy_cmd.h"
 #include "runner/api/sandbox_cmd.h"
 #include "runner/api/serve.h"
@@ -138,11 +139,12 @@ int RunCli(int argc, char** argv) {
       "cancel it (TERM, then KILL after 3 s). It yields (prints the session id, exit 0) only\n"
       "with --yield-ms or --background, through a server.\n"
       "Exit codes (after docker run; --json exits 0 handled / 1 internal / 2 refused unless\n"
-      "--exit-code):\n"
+      "--exit-code, except for usage errors):\n"
       "  N    the command's own exit code\n"
       "  124  the command timed out (--timeout, tools.exec.timeoutSec) and was killed\n"
       "  128+N  the command was killed by signal N (143: SIGTERM, e.g. cancelled)\n"
-      "  125  refused before anything ran: bad input, policy, config, approval denied\n"
+      "  125  refused before anything ran: bad input, policy, config, approval denied, and\n"
+      "       usage errors (an unknown option, a missing or bad value, no command after --)\n"
       "  123  the sandbox or its engine is unavailable (sandbox-unavailable): nothing ran\n"
       "  122  waiting for an operator's approval (approval-pending): nothing ran yet; the\n"
       "       approval id is on stdout\n"
@@ -180,7 +182,7 @@ int RunCli(int argc, char** argv) {
   serve->add_option("--socket", serve_options.socket,
                     "Unix socket path (default in the state dir)");
   serve->add_flag("--keep-host-processes", serve_options.keep_host_processes,
-                  "On shutdown, leave running host sessions alone (default: kill them)");
+                  "On shutdown or a crash, leave running host sessions alone (default: kill them)");
 
   ApplyPatchFlags patch_flags;
   CLI::App* apply_patch = app.add_subcommand(
@@ -270,7 +272,12 @@ int RunCli(int argc, char** argv) {
   std::vector<const char*> options(argv, argv + argc);
   std::optional<std::vector<std::string>> words = TakeCommandWords(&options);
   auto takes_words = [&] { return exec->parsed() || policy_check->parsed(); };
-  auto fail = [&](const CLI::ParseError& e) { return app.exit(e) == 0 ? kExitOk : kExitRefused; };
+  // A usage error of `sandrun exec` is "refused before anything ran" in its own table (125,
+  // with or without --json: the flags did not parse); every other subcommand keeps 2.
+  auto fail = [&](const CLI::ParseError& e) {
+    if (app.exit(e) == 0) return kExitOk;  // --help, --version
+    return exec->parsed() ? kExecExitRefused : kExitRefused;
+  };
   try {
     app.parse(static_cast<int>(options.size()), options.data());
   } catch (const CLI::ParseError& e) {
@@ -286,9 +293,11 @@ int RunCli(int argc, char** argv) {
     }
   }
 
-  if (call->parsed()) return RunToolCallCommand(global, call_json);
+  if (call->parsed()) return RunCallCommand(global, call_json);
   if (exec->parsed()) {
-    if (!CommandGiven(words, stray_words, "sandrun exec [flags] -- COMMAND")) return kExitRefused;
+    if (!CommandGiven(words, stray_words, "sandrun exec [flags] -- COMMAND")) {
+      return kExecExitRefused;
+    }
     exec_flags.command = std::move(*words);
     return RunExecCommand(global, exec_flags);
   }

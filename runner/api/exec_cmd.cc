@@ -16,11 +16,10 @@
 #include "runner/api/exec_stream.h"
 #include "runner/api/exec_tool.h"
 #include "runner/api/foreground_run.h"
+#include "runner/api/runtime.h"
 #include "runner/api/server_client.h"
 #include "runner/api/tool_call.h"
 #include "runner/config/state_dir.h"
-#include "runner/policy/shell_analysis.h"
-#include "sandbox/base/json.h"
 
 namespace sandrun::api {
 namespace {
@@ -69,6 +68,11 @@ int StdinToForward(bool interactive) {
   return -1;
 }
 
+// A runtime's reply printed and exited as a server's (0 handled, 2 refused, 1 internal).
+int PrintReply(RuntimeReply reply) {
+  return PrintServerReply(ServerReply{reply.status, std::move(reply.json)});
+}
+
 }  // namespace
 
 std::string ParseEnvFlags(const std::vector<std::string>& flags,
@@ -83,39 +87,26 @@ std::string ParseEnvFlags(const std::vector<std::string>& flags,
   return "";
 }
 
-std::string CommandFromWords(const std::vector<std::string>& words) {
-  if (words.size() == 1) return words[0];
-  std::string command;
-  for (const std::string& word : words) {
-    if (!command.empty()) command += ' ';  // a quoted word is never empty
-    command += policy::QuoteShellWord(word);
-  }
-  return command;
-}
-
 int RunCallCommand(const GlobalOptions& global, const std::string& json_arg) {
   std::string text = json_arg;
   if (text.empty() || text == "-") {
     text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
   }
-  if (std::string socket = LiveServer(global); !socket.empty()) {
-    auto doc = ParseJson(text);
-    std::string tool = doc ? JsonString(*doc, "tool") : "";
-    return PrintServerReply(PostToServer(
-        socket, tool == "process" ? "/v1/tools/process" : "/v1/tools/exec", text, global));
+  const std::string tool = ToolNameOf(text);
+  // apply_patch edits this user's files in-process, server or not; the rest goes to a server
+  // when one answers.
+  if (tool != "apply_patch") {
+    if (std::string socket = LiveServer(global); !socket.empty()) {
+      return PrintServerReply(PostToServer(
+          socket, tool == "process" ? "/v1/tools/process" : "/v1/tools/exec", text, global));
+    }
   }
-  auto parsed = ParseToolCall(text);
-  if (auto* error = std::get_if<ToolError>(&parsed)) {
-    std::printf("%s\n", RenderError(*error).c_str());
-    return kExitRefused;
-  }
-  InstallCancelHandlers();
-  const ToolCall& call = std::get<ToolCall>(parsed);
-  ExecToolResult result = RunExecTool(global, CliCaller(global), call.exec, nullptr, &g_cancel);
-  std::printf("%s\n", result.json.c_str());
-  if (result.refused) return kExitRefused;
-  if (result.internal) return kExitFailure;
-  return kExitOk;
+  // In-process, the same runtime calls as the server's, printed and exited the same way.
+  std::unique_ptr<Runtime> runtime = Runtime::StartOneShot(global);
+  const Principal who = CliPrincipal(global);
+  if (tool == "apply_patch") return PrintReply(runtime->ApplyPatch(who, text));
+  InstallCancelHandlers();  // an exec is cancelled (its tree killed) by our signals
+  return PrintReply(runtime->Exec(who, text, &g_cancel));
 }
 
 int RunExecCommand(const GlobalOptions& global, const ExecFlags& flags) {
@@ -125,8 +116,8 @@ int RunExecCommand(const GlobalOptions& global, const ExecFlags& flags) {
   std::string command = CommandFromWords(flags.command);
   policy::ExecRequest request;
   request.command = command;
-  if (auto invalid = ValidateCommand(command)) {
-    PrintError(invalid->message + " (usage: sandrun exec [flags] -- COMMAND)");
+  if (Status valid = ValidateCommand(command); !valid) {
+    PrintError(valid.error().ToString() + " (usage: sandrun exec [flags] -- COMMAND)");
     return refused;
   }
   if (!flags.host.empty()) request.host = flags.host;
@@ -160,16 +151,17 @@ int RunExecCommand(const GlobalOptions& global, const ExecFlags& flags) {
     std::error_code ec;
     std::string cwd = std::filesystem::current_path(ec).string();
     auto streamed = ExecThroughServer(socket, ExecRequestToJson(request), global, cwd, io);
-    report = streamed
-                 ? std::move(streamed).value()
-                 : ReportError(ToolError{"server-unreachable", streamed.error().ToString()}, true);
+    report = streamed ? std::move(streamed).value()
+                      : ReportError(Error(streamed.error().code, streamed.error().ToString())
+                                        .WithWire("server-unreachable"),
+                                    true);
   } else {
-    ExecServices services;  // no sessions: nothing outlives this call
-    services.run_foreground = [&](exec::Executor& executor, const exec::Plan& plan) {
-      return RunInForeground(executor, plan, live, stdin_fd, &g_cancel);
-    };
-    ExecToolResult result =
-        RunExecTool(global, CliCaller(global), request, live, &g_cancel, &services);
+    // The same runtime as the server's, one-shot: no sessions, so nothing outlives this call.
+    std::unique_ptr<Runtime> runtime = Runtime::StartOneShot(global);
+    ExecToolResult result = runtime->ExecForeground(
+        CliPrincipal(global), request, [&](exec::Executor& executor, const exec::Plan& plan) {
+          return RunInForeground(executor, plan, live, stdin_fd, &g_cancel);
+        });
     report = ReportExec(result, g_signal);
   }
   return PrintExecReport(report, flags.json, flags.exit_code);
@@ -227,12 +219,9 @@ int RunProcessCommand(const GlobalOptions& global, const ProcessFlags& flags) {
   w.EndObject();
   std::string socket = LiveServer(global);
   if (socket.empty()) {
-    std::printf("%s\n", RenderError(ToolError{"server-required",
-                                              "The process tool works on background sessions, "
-                                              "which live in a running server: start `sandrun "
-                                              "serve`."})
-                            .c_str());
-    return kExitRefused;
+    // A one-shot runtime has no sessions: it refuses the call as server-required.
+    return PrintReply(
+        Runtime::StartOneShot(global)->Process(CliPrincipal(global), buffer.GetString()));
   }
   return PrintServerReply(PostToServer(socket, "/v1/tools/process", buffer.GetString(), global));
 }

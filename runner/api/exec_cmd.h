@@ -27,14 +27,6 @@ struct ExecFlags {
   std::vector<std::string> command;  // the words after "--", for CommandFromWords
 };
 
-// The shell text for the words that follow "--" on the command line of exec and policy check.
-// They are never reparsed: one word is the text byte for byte ("[a,b]" stays "[a,b]"); several
-// are each quoted for sh (policy::QuoteShellWord) and joined with spaces, so that the shell runs
-// exactly that argv: {"printf", "%s|", "a  b", "it's"} -> printf '%s|' 'a  b' 'it'"'"'s'. (One
-// exception is the shell's, not ours: bash takes a command name starting with '%', quoted or not,
-// as a job spec; the allowlist analysis refuses it as job-control.) No words: "".
-std::string CommandFromWords(const std::vector<std::string>& words);
-
 // Streams the command's stdout and stderr byte for byte to ours, forwards our stdin when it is a
 // pipe or a file (or with -i), cancels the command on SIGINT/SIGTERM/SIGHUP (TERM, then KILL
 // after 3 s), the same in-process and through a running server. Exits with the table of

@@ -131,12 +131,12 @@ class ClientControl {
 };
 
 // The request's exec call, or the refusal to report.
-std::variant<policy::ExecRequest, ToolError> ParseExecCall(const std::string& body) {
-  auto parsed = ParseToolCall(body);
-  if (auto* error = std::get_if<ToolError>(&parsed)) return *error;
-  const ToolCall& call = std::get<ToolCall>(parsed);
-  if (call.tool != "exec") return ToolError{"invalid-request", "POST /v1/exec takes exec calls"};
-  return call.exec;
+Result<policy::ExecRequest> ParseExecCall(const std::string& body) {
+  SANDRUN_ASSIGN_OR_RETURN(ToolCall call, ParseToolCall(body));
+  if (call.tool != "exec") {
+    return Error::Refusal("invalid-request", "POST /v1/exec takes exec calls");
+  }
+  return std::move(call.exec);
 }
 
 std::string HeaderOf(const HttpRequestInfo& r, const char* name) {
@@ -152,24 +152,25 @@ void ServeExecStream(const HttpRequestInfo& request, UpgradedConnection& conn,
   auto finish = [&](const ExecReport& report) { connection.Send('X', ExecReportToJson(report)); };
 
   auto parsed = ParseExecCall(request.body);
-  if (auto* error = std::get_if<ToolError>(&parsed)) return finish(ReportError(*error, false));
-  const policy::ExecRequest& exec_request = std::get<policy::ExecRequest>(parsed);
+  if (!parsed) return finish(ReportError(parsed.error(), false));
+  const policy::ExecRequest& exec_request = *parsed;
   // The caller's directories are a request to act in its name: only its own user may make it.
   const std::string cwd = HeaderOf(request, "x-sandrun-cwd");
   const std::string workspace = HeaderOf(request, "x-sandrun-workspace");
   if ((!cwd.empty() || !workspace.empty()) && request.peer_uid != ::geteuid()) {
     return finish(ReportError(
-        ToolError{"invalid-request",
-                  "X-Sandrun-Cwd and X-Sandrun-Workspace are honoured only from the server's own "
-                  "user (uid " +
-                      std::to_string(::geteuid()) + "); this client is uid " +
-                      std::to_string(request.peer_uid) + ": nothing was run"},
+        Error::Refusal("invalid-request",
+                       "X-Sandrun-Cwd and X-Sandrun-Workspace are honoured only from the "
+                       "server's own user (uid " +
+                           std::to_string(::geteuid()) + "); this client is uid " +
+                           std::to_string(request.peer_uid) + ": nothing was run"),
         false));
   }
   if (!cwd.empty() && cwd[0] != '/') {
-    return finish(ReportError(
-        ToolError{"invalid-request", "X-Sandrun-Cwd must be an absolute path: nothing was run"},
-        false));
+    return finish(
+        ReportError(Error::Refusal("invalid-request",
+                                   "X-Sandrun-Cwd must be an absolute path: nothing was run"),
+                    false));
   }
   if (!cwd.empty()) {
     // The CLI's own view: its --workspace (or none: the config's, else its cwd), not the

@@ -5,6 +5,7 @@
 
 #include <cstdio>
 
+#include "runner/wire/tool_result.h"
 #include "sandbox/base/json.h"
 
 namespace sandrun::api {
@@ -28,14 +29,15 @@ std::string DetailsString(const std::string& json, const char* key) {
 
 }  // namespace
 
-ExecReport ReportError(const ToolError& error, bool internal) {
+ExecReport ReportError(const Error& error, bool internal) {
   ExecReport r;
-  r.json = RenderError(error);
-  r.message = error.message;
+  r.json = RenderToolError(error);
+  r.message = error.ToString();
   r.call_exit = internal ? kExitFailure : kExitRefused;
-  if (internal || error.code == "internal" || error.code == "spawn-failed") {
+  const std::string code = error.WireCode();
+  if (internal || code == "internal" || code == "spawn-failed") {
     r.exit_code = kExecExitInternal;
-  } else if (error.code == "sandbox-unavailable") {
+  } else if (code == "sandbox-unavailable") {
     r.exit_code = kExecExitUnavailable;
   } else {
     r.exit_code = kExecExitRefused;

@@ -50,7 +50,7 @@ struct ExecReport {
 // `cancelled_by` is the signal the CLI got (0: none), for a run that ended without a status.
 ExecReport ReportExec(const ExecToolResult& result, int cancelled_by);
 // The refusal of a request the server could not even parse (exit 125, or 121 when internal).
-ExecReport ReportError(const ToolError& error, bool internal);
+ExecReport ReportError(const Error& error, bool internal);
 
 std::string ExecReportToJson(const ExecReport& report);
 Result<ExecReport> ExecReportFromJson(std::string_view json);

@@ -19,13 +19,10 @@
 #include "runner/policy/tool_policy.h"
 #include "runner/sessions/manager.h"
 #include "runner/sessions/process_request.h"
+#include "runner/wire/tool_result.h"
 #include "sandbox/base/strings.h"
-#include "sandbox/docker/client.h"
-#include "sandbox/executors/docker/docker_executor.h"
 #include "sandbox/executors/host/host_executor.h"
-#include "sandbox/executors/host/login_path.h"
-#include "sandbox/harden/container_preset.h"
-#include "sandbox/harden/seccomp_profile.h"
+#include "sandbox/executors/registry.h"
 
 namespace sandrun::api {
 namespace {
@@ -33,15 +30,16 @@ namespace {
 ExecToolResult Refused(std::string code, std::string message) {
   ExecToolResult r;
   r.refused = true;
-  r.error = ToolError{std::move(code), std::move(message)};
-  r.json = RenderError(r.error);
+  r.error = Error::Refusal(std::move(code), std::move(message));
+  r.json = RenderToolError(r.error);
   return r;
 }
 
 ExecToolResult Internal(std::string message) {
-  ExecToolResult r = Refused("internal", std::move(message));
-  r.refused = false;
+  ExecToolResult r;
   r.internal = true;
+  r.error = Error(ErrorCode::kInternal, std::move(message));
+  r.json = RenderToolError(r.error);
   return r;
 }
 
@@ -53,7 +51,7 @@ Result<std::shared_ptr<sessions::Session>> BeginSession(ExecServices& services,
   meta.scope = sessions::Scope{services.tenant, caller.agent_id, caller.session_key};
   meta.command = run.command;
   meta.cwd = plan.cwd;
-  meta.host = plan.target == exec::Target::kSandbox ? "sandbox" : "gateway";
+  meta.host = exec::TargetName(plan.target);
   meta.pty = plan.pty;
   meta.timeout_ms = plan.timeout_ms;
   meta.notify_on_exit = run.notify_on_exit;
@@ -65,11 +63,11 @@ Result<std::shared_ptr<sessions::Session>> BeginSession(ExecServices& services,
 
 Result<std::string> StartBackgroundSession(ExecServices& services, const policy::Caller& caller,
                                            const exec::Plan& plan, const BackgroundRun& run) {
-  std::shared_ptr<exec::Executor> executor =
-      plan.target == exec::Target::kSandbox ? services.docker : services.host;
-  if (services.sessions == nullptr || executor == nullptr) {
+  if (services.sessions == nullptr) {
     return Error(ErrorCode::kConflict, "background sessions need `sandrun serve`");
   }
+  SANDRUN_ASSIGN_OR_RETURN(std::shared_ptr<exec::Executor> executor,
+                           services.executors->For(plan.target));
   SANDRUN_ASSIGN_OR_RETURN(auto session, BeginSession(services, caller, plan, run));
   auto process = executor->Start(plan, session->Sink());
   if (!process) {
@@ -79,15 +77,6 @@ Result<std::string> StartBackgroundSession(ExecServices& services, const policy:
   session->Attach(std::move(process).value());
   session->MarkBackgrounded();
   return session->id();
-}
-
-policy::Caller CliCaller(const GlobalOptions& global) {
-  policy::Caller caller;
-  caller.provider = "cli";
-  caller.uid = ::geteuid();  // the name is looked up only when allowFrom needs it
-  caller.agent_id = global.agent;
-  caller.session_key = global.session.empty() ? "main" : global.session;
-  return caller;
 }
 
 exec::HostExecutor::Options HostExecutorOptions(const GlobalOptions& global,
@@ -119,7 +108,7 @@ exec::HostExecutor::Options HostExecutorOptions(const GlobalOptions& global,
 
 ExecToolResult RunExecTool(const GlobalOptions& global, const policy::Caller& caller,
                            const policy::ExecRequest& request, const exec::LiveSink& live,
-                           const CancelToken* cancel, ExecServices* services) {
+                           const CancelToken* cancel, ExecServices& services) {
   std::unique_ptr<LoadedCall> call = LoadExecInputs(global, caller, request, Purpose::kExec);
   if (call->failure) {
     return call->failure->WireCode() == "internal"
@@ -134,10 +123,11 @@ ExecToolResult RunExecTool(const GlobalOptions& global, const policy::Caller& ca
   const config::AgentSettings& settings = call->settings;
   policy::GatedPlan& gated = *d.gated;
   exec::Plan& plan = gated.plan;
-  bool background_available =
-      services != nullptr && services->sessions != nullptr && d.background_allowed;
-  const std::string host_name =
-      plan.target == exec::Target::kSandbox ? "sandbox" : HostName(gated.decision.effective_host);
+  bool background_available = services.sessions != nullptr && d.background_allowed;
+  // The approval's host: "node" stays "node" although the plan runs on the gateway.
+  const std::string host_name = plan.target == exec::Target::kSandbox
+                                    ? exec::TargetName(plan.target)
+                                    : HostName(gated.decision.effective_host);
   // The decision is made; what follows acts on it. Mode auto: the reviewer answers first.
   if (d.verdict == policy::ExecVerdict::kNeedsReview) {
     ReviewerResult review = RunReviewer(
@@ -154,10 +144,10 @@ ExecToolResult RunExecTool(const GlobalOptions& global, const policy::Caller& ca
     }
   }
   if (d.verdict == policy::ExecVerdict::kAsk) {
-    if (background_available && services->approvals != nullptr) {
+    if (background_available && services.approvals != nullptr) {
       PendingApproval pending;
       pending.timeout_ms = settings.exec.approval_timeout_ms;
-      pending.tenant = services->tenant;
+      pending.tenant = services.tenant;
       pending.caller = caller;
       pending.host = host_name;
       pending.command = request.command;
@@ -165,7 +155,7 @@ ExecToolResult RunExecTool(const GlobalOptions& global, const policy::Caller& ca
       pending.verdict = *d.approvals;
       pending.notify_on_exit = settings.exec.notify_on_exit;
       pending.notify_on_exit_empty_success = settings.exec.notify_on_exit_empty_success;
-      PendingApproval registered = services->approvals->Register(std::move(pending));
+      PendingApproval registered = services.approvals->Register(std::move(pending));
       ExecToolResult result;
       result.pending = true;
       result.host = host_name;
@@ -199,54 +189,38 @@ ExecToolResult RunExecTool(const GlobalOptions& global, const policy::Caller& ca
   }
 
   ExecToolResult result;
-  result.host = plan.target == exec::Target::kSandbox ? "sandbox" : "gateway";
+  result.host = exec::TargetName(plan.target);
   result.timeout_seconds = plan.timeout_ms / 1000;
-  std::shared_ptr<exec::Executor> executor;
-  if (plan.target == exec::Target::kSandbox) {
-    if (services != nullptr && services->docker) {
-      executor = services->docker;
-    } else {
-      auto client = docker::Client::FromEnvironment();
-      if (!client) {
-        return Refused("sandbox-unavailable",
-                       "sandbox unavailable, nothing was run: " + client.error().ToString());
-      }
-      executor = std::make_shared<exec::DockerExecutor>(std::move(client).value());
-      if (services != nullptr) services->docker = executor;
-    }
-  } else {
-    if (services != nullptr && services->host) {
-      executor = services->host;
-    } else {
-      executor = std::make_shared<exec::HostExecutor>(HostExecutorOptions(global, state_dir));
-    }
-  }
+  // The registry says which executor runs this target; none (or none could be made, e.g. no
+  // engine client) fails closed, nothing ran.
+  auto made = services.executors->For(plan.target);
+  if (!made) return Refused(made.error().WireCode(), made.error().ToString());
+  std::shared_ptr<exec::Executor> executor = std::move(made).value();
   auto failed_to_start = [&](const Error& e) {
-    return plan.target == exec::Target::kSandbox ? Refused("sandbox-unavailable", e.ToString())
-                                                 : Refused("spawn-failed", e.ToString());
+    return Refused(exec::UnavailableWire(plan.target), e.ToString());
   };
 
   // A front end that drives foreground runs itself (stdin, cancel, streaming) gets those that
   // were not asked to yield.
   const bool foreground_hook =
-      services != nullptr && services->run_foreground &&
+      services.run_foreground &&
       (!background_available || (!request.background && !request.yield_ms));
   if (background_available && !foreground_hook) {
     // The server: every run has a yield window; past it (or at once with background:true) the
     // run becomes a background session and the call answers `running`.
     BackgroundRun run{request.command, settings.exec.notify_on_exit,
                       settings.exec.notify_on_exit_empty_success};
-    auto session = BeginSession(*services, caller, plan, run);
+    auto session = BeginSession(services, caller, plan, run);
     if (!session) return Internal(session.error().ToString());
     auto process = executor->Start(plan, (*session)->Sink());
     if (!process) {
-      services->sessions->Discard((*session)->id());
+      services.sessions->Discard((*session)->id());
       return failed_to_start(process.error());
     }
     (*session)->Attach(std::move(process).value());
     if (!gated.background && (*session)->WaitFor(gated.yield_ms)) {
       auto outcome = (*session)->Outcome();
-      services->sessions->Discard((*session)->id());
+      services.sessions->Discard((*session)->id());
       if (!outcome) return Internal("the run ended without an outcome");
       result.outcome = std::move(*outcome);
     } else {
@@ -257,7 +231,7 @@ ExecToolResult RunExecTool(const GlobalOptions& global, const policy::Caller& ca
       return result;
     }
   } else {
-    auto outcome = foreground_hook ? services->run_foreground(*executor, plan)
+    auto outcome = foreground_hook ? services.run_foreground(*executor, plan)
                                    : executor->Run(plan, live, cancel);
     if (!outcome) return failed_to_start(outcome.error());
     result.outcome = std::move(outcome).value();

@@ -1,5 +1,5 @@
 // The exec tool end to end, in-process: config -> gate -> plan -> executor -> result JSON.
-// Used by `sandrun call` and `sandrun exec` (and, later, the server).
+// Called only by the Runtime (runner/api/runtime.h), whichever front end carries the call.
 #pragma once
 
 #include <functional>
@@ -23,7 +23,8 @@ class SessionManager;
 }
 namespace sandrun::exec {
 class Executor;
-}
+class ExecutorRegistry;
+}  // namespace sandrun::exec
 
 namespace sandrun::api {
 
@@ -33,12 +34,13 @@ class ApprovalBroker;
 // means nothing started.
 using ForegroundFn = std::function<Result<exec::ExecOutcome>(exec::Executor&, const exec::Plan&)>;
 
-// What only a long-running server has: background sessions and executors that outlive a call.
-// Without it (the one-shot CLI) every exec runs in the foreground.
+// What the runtime lends a call: its executors and, in a long-running server, background
+// sessions. Without sessions (the one-shot CLI) every exec runs in the foreground.
 struct ExecServices {
   sessions::SessionManager* sessions = nullptr;
-  std::shared_ptr<exec::Executor> docker;  // created on first sandbox use when null
-  std::shared_ptr<exec::Executor> host;
+  // The runtime's executors, keyed by the plan's target (never null): the Docker one is made on
+  // first sandbox use, an unregistered target fails closed.
+  exec::ExecutorRegistry* executors = nullptr;
   std::string tenant;  // the token's tenant ("" for a local server)
   // Pending approvals (the server). Without it an exec that needs an approval has no route to
   // an operator: askFallback decides at once (OpenClaw's headless runs).
@@ -53,7 +55,7 @@ struct ExecServices {
 struct ExecToolResult {
   bool refused = false;   // the call was refused before anything ran (CLI exit 2)
   bool internal = false;  // sandrun itself failed (CLI exit 1)
-  ToolError error;        // when refused or internal
+  Error error;            // when refused or internal: its wire code is the JSON's error code
   exec::ExecOutcome outcome;
   std::string host;  // "sandbox" | "gateway"
   int64_t timeout_seconds = 0;
@@ -63,10 +65,6 @@ struct ExecToolResult {
   bool pending = false;  // waits for an operator's approval (json is `approval-pending`)
 };
 
-// Runs one exec request for `caller` (the CLI: provider "cli", the OS user). `live` receives
-// output as it arrives (may be null). `cancel` stops it. Config warnings go to stderr
-// ("sandrun: ..."). With `services` (the server), runs past their yield window (or
-// background:true) become background sessions and the result is `running`.
 // The host executor's options every front end uses: compiled filters cached under the state
 // dir, and the runner's control surfaces out of the commands' reach: the state dir (config,
 // approvals, cache, sessions, the server socket) and the extra `sockets` hidden, the engine's
@@ -76,9 +74,13 @@ exec::HostExecutor::Options HostExecutorOptions(const GlobalOptions& global,
                                                 const std::string& state_dir,
                                                 const std::vector<std::string>& sockets = {});
 
+// Runs one exec request for `caller` with the runtime's `services`. `live` receives output as it
+// arrives (may be null). `cancel` stops it. Config warnings go to stderr ("sandrun: ...").
+// With sessions (the server), runs past their yield window (or background:true) become
+// background sessions and the result is `running`.
 ExecToolResult RunExecTool(const GlobalOptions& global, const policy::Caller& caller,
                            const policy::ExecRequest& request, const exec::LiveSink& live,
-                           const CancelToken* cancel, ExecServices* services = nullptr);
+                           const CancelToken* cancel, ExecServices& services);
 
 // Starts `plan` as a background session of `caller` (the server): the session id. Used for
 // runs past their yield window and for approved commands.
@@ -89,9 +91,5 @@ struct BackgroundRun {
 };
 Result<std::string> StartBackgroundSession(ExecServices& services, const policy::Caller& caller,
                                            const exec::Plan& plan, const BackgroundRun& run);
-
-// The caller the CLI speaks for: provider "cli", the OS user's name, the agent and session of
-// the global options.
-policy::Caller CliCaller(const GlobalOptions& global);
 
 }  // namespace sandrun::api

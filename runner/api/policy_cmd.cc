@@ -8,7 +8,9 @@
 #include "runner/api/exec_cmd.h"
 #include "runner/api/exec_inputs.h"
 #include "runner/api/exec_tool.h"
+#include "runner/api/runtime.h"
 #include "runner/api/server_client.h"
+#include "runner/api/tool_call.h"
 #include "runner/config/approvals_file.h"
 #include "runner/config/state_dir.h"
 #include "runner/policy/host_resolution.h"
@@ -177,7 +179,8 @@ int RunPolicyCheckCommand(const GlobalOptions& global, const PolicyCheckFlags& f
     PrintError(bad);
     return kExitRefused;
   }
-  std::printf("%s\n", PolicyCheckJson(global, CliCaller(global), request).c_str());
+  std::printf("%s\n",
+              Runtime::StartOneShot(global)->PolicyCheck(CliPrincipal(global), request).c_str());
   return kExitOk;
 }
 

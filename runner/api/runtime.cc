@@ -20,10 +20,12 @@
 #include "runner/config/state_dir.h"
 #include "runner/sessions/manager.h"
 #include "runner/sessions/process_request.h"
+#include "runner/wire/tool_result.h"
 #include "sandbox/base/json.h"
 #include "sandbox/docker/client.h"
 #include "sandbox/executors/docker/docker_executor.h"
 #include "sandbox/executors/host/host_executor.h"
+#include "sandbox/executors/registry.h"
 
 namespace sandrun::api {
 
@@ -83,7 +85,13 @@ class EventHub {
 };
 
 RuntimeReply ErrorReply(int status, const std::string& code, const std::string& message) {
-  return {status, RenderError(ToolError{code, message})};
+  return {status, RenderToolError(Error::Refusal(code, message))};
+}
+
+// What a one-shot runtime answers to the calls only a server can serve.
+RuntimeReply ServerRequired(const char* what) {
+  return ErrorReply(400, "server-required",
+                    std::string(what) + ", which live in a running server: start `sandrun serve`.");
 }
 
 }  // namespace
@@ -96,9 +104,10 @@ struct Runtime::Impl {
   int recovered_finished = 0;
   int recovered_lost = 0;
   EventHub events;
-  // Shared executors, never replaced while serving. Before the manager: sessions re-adopted
-  // after a restart use them, so they outlive it.
-  ExecServices services;
+  // The executors by plan target, made on first use and shared by every call. Before the
+  // manager: sessions re-adopted after a restart use them, so they outlive it.
+  exec::ExecutorRegistry executors;
+  ExecServices services;  // what each call is lent: the registry, the manager, the broker
   std::unique_ptr<sessions::SessionManager> manager;
   std::unique_ptr<ApprovalBroker> broker;
 
@@ -126,10 +135,44 @@ struct Runtime::Impl {
 Runtime::Runtime(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Runtime::~Runtime() = default;
 
+namespace {
+
+// Every back-end a runtime knows, by the plan's target. The Docker one is made on the first
+// sandbox call (or re-adoption): making the client does not contact the engine, and a failure
+// (a bad DOCKER_HOST) is not remembered, so each sandbox call fails closed until it is fixed.
+// `die_with_runner`: background host sessions die with a crashed runner (a clean Shutdown kills
+// or keeps them by the same option).
+void RegisterExecutors(exec::ExecutorRegistry& registry, const GlobalOptions& global,
+                       const std::string& state_dir, const std::string& socket,
+                       bool die_with_runner) {
+  // Host commands must not reach this server's socket, the state dir or the engine.
+  exec::HostExecutor::Options host_options = HostExecutorOptions(
+      global, state_dir, socket.empty() ? std::vector<std::string>{} : std::vector{socket});
+  host_options.die_with_runner = die_with_runner;
+  registry.Register(
+      exec::Target::kGateway, [host_options]() -> Result<std::shared_ptr<exec::Executor>> {
+        return std::shared_ptr<exec::Executor>(std::make_shared<exec::HostExecutor>(host_options));
+      });
+  registry.Register(exec::Target::kSandbox, []() -> Result<std::shared_ptr<exec::Executor>> {
+    SANDRUN_ASSIGN_OR_RETURN(auto client, docker::Client::FromEnvironment());
+    return std::shared_ptr<exec::Executor>(
+        std::make_shared<exec::DockerExecutor>(std::move(client)));
+  });
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Runtime>> Runtime::Start(const GlobalOptions& global, Options options) {
   auto impl = std::make_unique<Impl>();
   impl->global = global;
   impl->options = options;
+  impl->services.executors = &impl->executors;
+  if (options.one_shot) {
+    // Nothing is created here: a call that cannot resolve the state dir says so itself.
+    impl->state_dir = config::StateDirPath().value_or(std::string());
+    RegisterExecutors(impl->executors, global, impl->state_dir, "", /*die_with_runner=*/true);
+    return std::unique_ptr<Runtime>(new Runtime(std::move(impl)));
+  }
   SANDRUN_ASSIGN_OR_RETURN(impl->state_dir, config::StateDirPath());
   SANDRUN_RETURN_IF_ERROR(config::EnsureStateDir(impl->state_dir));
   auto cfg = config::LoadConfigFor(global.config_file, impl->state_dir);
@@ -138,6 +181,12 @@ Result<std::unique_ptr<Runtime>> Runtime::Start(const GlobalOptions& global, Opt
   impl->server = cfg->server;
   // Before any call: concurrent first calls must find it, not race to create it.
   SANDRUN_RETURN_IF_ERROR(config::LoadOrCreateInstanceId(impl->state_dir));
+  RegisterExecutors(impl->executors, global, impl->state_dir, options.socket,
+                    !options.keep_host_processes);
+  // The operator hears at once when no sandbox call can work (it is retried on each call).
+  if (auto docker = impl->executors.For(exec::Target::kSandbox); !docker) {
+    PrintWarning("sandbox calls will fail: " + docker.error().ToString());
+  }
 
   sessions::Options session_options;
   session_options.state_dir = impl->state_dir;
@@ -146,29 +195,15 @@ Result<std::unique_ptr<Runtime>> Runtime::Start(const GlobalOptions& global, Opt
   session_options.pending_max_chars = static_cast<size_t>(defaults.exec.pending_max_output_chars);
   session_options.max_output_chars = static_cast<size_t>(defaults.exec.max_output_chars);
   Impl* self = impl.get();
-  session_options.executor_for = [self](exec::ProcessKind kind) -> exec::Executor* {
-    return (kind == exec::ProcessKind::kContainer ? self->services.docker : self->services.host)
-        .get();
+  session_options.executor_for = [self](exec::ProcessKind kind) {
+    return self->executors.ForKind(kind);
   };
   impl->manager = std::make_unique<sessions::SessionManager>(session_options);
   impl->manager->SetEventSink([self](const sessions::Event& e) {
     self->events.Publish(sessions::Event::TypeName(e.type), e.ToJson());
   });
   impl->services.sessions = impl->manager.get();
-  // Host commands must not reach this server's socket, the state dir or the engine.
-  exec::HostExecutor::Options host = HostExecutorOptions(global, impl->state_dir, {options.socket});
-  // Background gateway sessions die with a crashed server unless they are to be kept (a clean
-  // Shutdown kills or keeps them by the same option).
-  host.die_with_runner = !options.keep_host_processes;
-  impl->services.host = std::make_shared<exec::HostExecutor>(std::move(host));
-  // Created once, before any call: sessions started by concurrent calls share it. (Making the
-  // client does not contact the engine; an unreachable engine fails each sandbox call closed.)
-  if (auto client = docker::Client::FromEnvironment(); client) {
-    impl->services.docker = std::make_shared<exec::DockerExecutor>(std::move(client).value());
-  } else {
-    PrintWarning("sandbox calls will fail: " + client.error().ToString());
-  }
-  // After the executors exist: sandbox sessions that outlived a restart are re-adopted.
+  // After the executors are registered: sandbox sessions that outlived a restart are re-adopted.
   SANDRUN_ASSIGN_OR_RETURN(auto recovered, impl->manager->Recover());
   for (const auto& w : recovered.warnings) PrintWarning(w);
   impl->recovered_finished = recovered.finished;
@@ -192,6 +227,13 @@ Result<std::unique_ptr<Runtime>> Runtime::Start(const GlobalOptions& global, Opt
   return std::unique_ptr<Runtime>(new Runtime(std::move(impl)));
 }
 
+std::unique_ptr<Runtime> Runtime::StartOneShot(const GlobalOptions& global) {
+  Options options;
+  options.one_shot = true;
+  auto runtime = Start(global, std::move(options));
+  return std::move(runtime).value();  // a one-shot start has no failure
+}
+
 RuntimeReply Runtime::Count(RuntimeReply reply) {
   ++requests_;
   if (reply.status >= 400 && reply.status < 500) ++refused_;
@@ -204,8 +246,8 @@ namespace {
 std::variant<ToolCall, RuntimeReply> ParseCallOf(std::string_view body, const std::string& tool,
                                                  const char* route) {
   auto parsed = ParseToolCall(body);
-  if (auto* error = std::get_if<ToolError>(&parsed)) return RuntimeReply{400, RenderError(*error)};
-  ToolCall& call = std::get<ToolCall>(parsed);
+  if (!parsed) return RuntimeReply{400, RenderToolError(parsed.error())};
+  ToolCall& call = *parsed;
   if (call.tool != tool) {
     return ErrorReply(400, "invalid-request",
                       std::string("POST ") + route + " takes " + tool + " tool calls");
@@ -215,14 +257,14 @@ std::variant<ToolCall, RuntimeReply> ParseCallOf(std::string_view body, const st
 
 }  // namespace
 
-RuntimeReply Runtime::Exec(const Principal& who, std::string_view body) {
+RuntimeReply Runtime::Exec(const Principal& who, std::string_view body, const CancelToken* cancel) {
   auto parsed = ParseCallOf(body, "exec", "/v1/tools/exec");
   if (auto* reply = std::get_if<RuntimeReply>(&parsed)) return Count(std::move(*reply));
   ExecServices call_services = impl_->services;
   call_services.tenant = who.tenant;
   ExecToolResult result =
       RunExecTool(impl_->GlobalFor(who), Impl::CallerFor(who), std::get<ToolCall>(parsed).exec,
-                  nullptr, nullptr, &call_services);
+                  nullptr, cancel, call_services);
   return Count({result.refused ? 400 : result.internal ? 500 : 200, result.json});
 }
 
@@ -233,7 +275,7 @@ ExecToolResult Runtime::ExecForeground(const Principal& who, const policy::ExecR
   call_services.tenant = who.tenant;
   call_services.run_foreground = std::move(run_foreground);
   ExecToolResult result = RunExecTool(impl_->GlobalFor(who), Impl::CallerFor(who), request, nullptr,
-                                      nullptr, &call_services);
+                                      nullptr, call_services);
   if (result.refused) ++refused_;
   return result;
 }
@@ -241,38 +283,49 @@ ExecToolResult Runtime::ExecForeground(const Principal& who, const policy::ExecR
 RuntimeReply Runtime::ApplyPatch(const Principal& who, std::string_view body) {
   auto parsed = ParseCallOf(body, "apply_patch", "/v1/tools/apply_patch");
   if (auto* reply = std::get_if<RuntimeReply>(&parsed)) return Count(std::move(*reply));
-  ApplyPatchToolResult result = RunApplyPatchTool(impl_->GlobalFor(who), Impl::CallerFor(who),
-                                                  std::get<ToolCall>(parsed).apply_patch);
-  return Count({result.refused ? 400 : result.internal ? 500 : 200, result.json});
+  ApplyPatchToolResult result = ApplyPatch(who, std::get<ToolCall>(parsed).apply_patch);
+  return {result.refused ? 400 : result.internal ? 500 : 200, result.json};
+}
+
+ApplyPatchToolResult Runtime::ApplyPatch(const Principal& who, const ApplyPatchRequest& request) {
+  ApplyPatchToolResult result =
+      RunApplyPatchTool(impl_->GlobalFor(who), Impl::CallerFor(who), request);
+  ++requests_;
+  if (result.refused) ++refused_;
+  return result;
 }
 
 RuntimeReply Runtime::Process(const Principal& who, std::string_view body) {
+  if (!impl_->manager)
+    return Count(ServerRequired("The process tool works on background sessions"));
   auto parsed = sessions::ParseProcessRequest(body);
-  if (auto* error = std::get_if<sessions::ProcessError>(&parsed)) {
-    return Count({400, sessions::RenderProcessError(*error)});
-  }
+  if (!parsed) return Count({400, RenderToolError(parsed.error())});
   if (auto bad = config::CallerIdsError(who.agent, who.session)) {
     return Count(ErrorReply(400, "invalid-request", *bad));
   }
   sessions::Scope scope{who.tenant, who.agent, who.session};
-  sessions::ProcessResult result =
-      impl_->manager->Process(std::get<sessions::ProcessRequest>(parsed), scope);
+  sessions::ProcessResult result = impl_->manager->Process(*parsed, scope);
   return Count({result.refused ? 400 : 200, result.json});
 }
 
 RuntimeReply Runtime::PolicyCheck(const Principal& who, std::string_view body) {
   auto parsed = ParseCallOf(body, "exec", "/v1/policy/check");
   if (auto* reply = std::get_if<RuntimeReply>(&parsed)) return Count(std::move(*reply));
-  return Count({200, PolicyCheckJson(impl_->GlobalFor(who), Impl::CallerFor(who),
-                                     std::get<ToolCall>(parsed).exec)});
+  return Count({200, PolicyCheck(who, std::get<ToolCall>(parsed).exec)});
+}
+
+std::string Runtime::PolicyCheck(const Principal& who, const policy::ExecRequest& request) {
+  return PolicyCheckJson(impl_->GlobalFor(who), Impl::CallerFor(who), request);
 }
 
 RuntimeReply Runtime::ListApprovals(const Principal& who) {
+  if (!impl_->broker) return ServerRequired("Pending approvals wait for an operator");
   return {200, impl_->broker->ListJson(who.tenant)};
 }
 
 RuntimeReply Runtime::DecideApproval(const Principal& who, const std::string& id,
                                      std::string_view body) {
+  if (!impl_->broker) return Count(ServerRequired("Pending approvals wait for an operator"));
   auto doc = ParseJson(body);
   if (!doc || !doc->IsObject() || !JsonMember(*doc, "decision") ||
       !JsonMember(*doc, "decision")->IsString()) {
@@ -291,7 +344,7 @@ bool Runtime::NextEvent(const std::shared_ptr<Subscription>& s, Event* out, int 
 }
 
 const config::ServerSettings& Runtime::server_settings() const { return impl_->server; }
-size_t Runtime::session_count() const { return impl_->manager->size(); }
+size_t Runtime::session_count() const { return impl_->manager ? impl_->manager->size() : 0; }
 int Runtime::recovered_finished() const { return impl_->recovered_finished; }
 int Runtime::recovered_lost() const { return impl_->recovered_lost; }
 const std::string& Runtime::state_dir() const { return impl_->state_dir; }
@@ -299,8 +352,21 @@ const std::string& Runtime::state_dir() const { return impl_->state_dir; }
 void Runtime::CloseEvents() { impl_->events.Close(); }
 
 void Runtime::Shutdown() {
-  impl_->broker->Shutdown();
-  impl_->manager->Shutdown(/*kill_host_processes=*/!impl_->options.keep_host_processes);
+  if (impl_->broker) impl_->broker->Shutdown();
+  if (impl_->manager) {
+    impl_->manager->Shutdown(/*kill_host_processes=*/!impl_->options.keep_host_processes);
+  }
+}
+
+Principal CliPrincipal(const GlobalOptions& global) {
+  Principal who;
+  who.provider = "cli";
+  who.uid = ::geteuid();
+  who.agent = global.agent;
+  who.session = global.session.empty() ? "main" : global.session;
+  who.workspace_root = global.workspace;
+  who.cwd = global.cwd;
+  return who;
 }
 
 }  // namespace sandrun::api

@@ -1,15 +1,18 @@
-// The transport-neutral runtime every front end adapts to (the unix-socket server today; the
-// TCP server, MCP and node hosts next): it owns the background sessions, the executors (one per
-// plan target), the approval broker and the event hub, and takes a Principal per call. Front
-// ends translate their transport (HTTP headers, MCP metadata, CLI flags) into a Principal and a
-// tool call's JSON, and render the RuntimeReply; they include nothing of policy, sessions or the
-// sandbox (a test checks serve.cc's includes).
+// The transport-neutral runtime every front end adapts to (the unix-socket server and the
+// one-shot CLI today; the TCP server, MCP and node hosts next): it owns the background sessions,
+// the executors (one per plan target), the approval broker and the event hub, and takes a Principal
+// per call. Front ends translate their transport (HTTP headers, MCP metadata, CLI flags) into a
+// Principal and a tool call's JSON, and render the RuntimeReply; they include nothing of policy,
+// sessions or the sandbox (a test checks serve.cc's includes).
 //
 // Pattern of use (serve.cc):
 //   SANDRUN_ASSIGN_OR_RETURN(auto runtime, Runtime::Start(global, {socket, keep_host}));
 //   RuntimeReply r = runtime->Exec(principal, body);      // {status, json}
 //   auto sub = runtime->Subscribe(); runtime->NextEvent(sub, &event, 15000);
 //   runtime->Shutdown();
+// The one-shot CLI (no server answers):
+//   auto runtime = Runtime::StartOneShot(global);
+//   RuntimeReply r = runtime->Exec(CliPrincipal(global), body, &cancel);
 #pragma once
 
 #include <atomic>
@@ -19,6 +22,7 @@
 #include <string_view>
 #include <utility>
 
+#include "runner/api/apply_patch_tool.h"
 #include "runner/api/cli_context.h"
 #include "runner/api/exec_tool.h"
 #include "runner/config/settings.h"
@@ -55,6 +59,13 @@ class Runtime {
   struct Options {
     std::string socket;                // the server's socket: hidden from host commands
     bool keep_host_processes = false;  // on Shutdown, leave gateway sessions running
+    // A one-shot call (the CLI when no server answers) shares $SANDRUN_HOME with a server that
+    // may start or run at any time, so it touches nothing of the server's there: no session
+    // manager (it would recover, adopt or kill the server's sessions and rewrite their
+    // records), no approval broker (askFallback decides), no socket, nothing persisted at
+    // Shutdown. The config is read by each call (its warnings and errors are the call's), and
+    // the state dir, instance id and approvals file are created only as a call needs them.
+    bool one_shot = false;
   };
   struct Event {
     std::string type;  // "session.started", "exec.finished", "approval.requested", ...
@@ -62,22 +73,32 @@ class Runtime {
   };
   class Subscription;
 
-  // Loads the config, recovers the sessions of an earlier run and creates the executors.
+  // Loads the config, recovers the sessions of an earlier run and registers the executors (made
+  // on first use). One-shot: registers the executors only.
   static Result<std::unique_ptr<Runtime>> Start(const GlobalOptions& global, Options options);
+  // Start with Options::one_shot, which cannot fail (nothing is loaded or created).
+  static std::unique_ptr<Runtime> StartOneShot(const GlobalOptions& global);
   ~Runtime();
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
 
-  // The tool calls, each a JSON body as the tool call's wire form.
-  RuntimeReply Exec(const Principal& who, std::string_view body);
+  // The tool calls, each a JSON body as the tool call's wire form. `cancel` (the CLI's signals;
+  // may be null) kills a foreground run.
+  RuntimeReply Exec(const Principal& who, std::string_view body,
+                    const CancelToken* cancel = nullptr);
   // One exec call whose foreground run the front end drives (the CLI's exec stream): a run not
   // asked to yield goes to `run_foreground`; background and yielding runs become sessions.
   ExecToolResult ExecForeground(const Principal& who, const policy::ExecRequest& request,
                                 ForegroundFn run_foreground);
   RuntimeReply ApplyPatch(const Principal& who, std::string_view body);
+  // The same call from a front end that built the request itself (`sandrun apply-patch`).
+  ApplyPatchToolResult ApplyPatch(const Principal& who, const ApplyPatchRequest& request);
+  // One-shot: refused as server-required (background sessions live in a server).
   RuntimeReply Process(const Principal& who, std::string_view body);
   RuntimeReply PolicyCheck(const Principal& who, std::string_view body);
-  // Pending approvals of the principal's tenant, and an operator's decision on one.
+  // The verdict JSON for a request a front end built itself (`sandrun policy check`).
+  std::string PolicyCheck(const Principal& who, const policy::ExecRequest& request);
+  // Pending approvals of the principal's tenant, and an operator's decision on one (server only).
   RuntimeReply ListApprovals(const Principal& who);
   RuntimeReply DecideApproval(const Principal& who, const std::string& id, std::string_view body);
 
@@ -108,5 +129,9 @@ class Runtime {
   std::unique_ptr<Impl> impl_;
   std::atomic<uint64_t> requests_{0}, refused_{0};
 };
+
+// The principal the CLI speaks for in-process: provider "cli", the OS user (its name is looked up
+// only when allowFrom needs it), the agent, session, workspace and cwd of the global options.
+Principal CliPrincipal(const GlobalOptions& global);
 
 }  // namespace sandrun::api

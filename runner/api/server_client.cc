@@ -14,6 +14,7 @@
 
 #include "runner/api/exec_stream.h"
 #include "runner/api/tool_call.h"
+#include "runner/wire/tool_result.h"
 #include "sandbox/base/json.h"
 #include "sandbox/os/unique_fd.h"
 
@@ -135,8 +136,11 @@ int ExitCodeFor(const ServerReply& reply) {
 
 int PrintServerReply(const Result<ServerReply>& reply) {
   if (!reply) {
-    std::printf("%s\n",
-                RenderError(ToolError{"server-unreachable", reply.error().ToString()}).c_str());
+    std::printf(
+        "%s\n",
+        RenderToolError(
+            Error(reply.error().code, reply.error().ToString()).WithWire("server-unreachable"))
+            .c_str());
     return kExitFailure;
   }
   std::printf("%s\n", reply->body.c_str());
@@ -215,9 +219,11 @@ Result<ExecReport> ExecThroughServer(const std::string& socket, const std::strin
       std::string reply = in.substr(head_end + 4);
       auto doc = ParseJson(reply);
       const auto* error = doc ? JsonMember(*doc, "error") : nullptr;
-      ToolError e{
-          error ? JsonString(*error, "code") : "server-error",
-          error ? JsonString(*error, "message") : "the server answered " + std::to_string(status)};
+      // The server's refusal as it rendered it: its wire code and message, unchanged.
+      Error e = Error(status >= 500 ? ErrorCode::kInternal : ErrorCode::kRefused,
+                      error ? JsonString(*error, "message")
+                            : "the server answered " + std::to_string(status))
+                    .WithWire(error ? JsonString(*error, "code") : "server-error");
       ExecReport report = ReportError(e, status >= 500);
       report.json = reply;
       return report;

@@ -7,6 +7,7 @@
 #include <csignal>
 #include <cstring>
 
+#include "runner/policy/shell_analysis.h"
 #include "runner/wire/tool_result.h"
 #include "sandbox/base/json.h"
 #include "sandbox/base/strings.h"
@@ -16,7 +17,7 @@ namespace {
 
 using Writer = JsonWriter;
 
-ToolError Invalid(std::string message) { return ToolError{"invalid-request", std::move(message)}; }
+Error Invalid(std::string message) { return Error::Refusal("invalid-request", std::move(message)); }
 
 const char* TypeName(const rapidjson::Value& v) {
   if (v.IsNull()) return "null";
@@ -32,29 +33,29 @@ std::string Str(const rapidjson::Value& v) {
 }
 
 // Fills `req` from the object; returns an error for a wrong type or value.
-std::optional<ToolError> ReadExecParams(const rapidjson::Value& obj, policy::ExecRequest& req) {
-  auto expect = [&](const char* key, bool ok, const char* want) -> std::optional<ToolError> {
-    if (ok) return std::nullopt;
+Status ReadExecParams(const rapidjson::Value& obj, policy::ExecRequest& req) {
+  auto expect = [&](const char* key, bool ok, const char* want) -> Status {
+    if (ok) return Ok();
     return Invalid(std::string("exec parameter \"") + key + "\" must be " + want + ", got " +
                    TypeName(obj[key]));
   };
   const auto* command = JsonMember(obj, "command");
   if (command == nullptr || command->IsNull()) return Invalid("Provide a command to start.");
-  if (auto e = expect("command", command->IsString(), "a string")) return e;
+  SANDRUN_RETURN_IF_ERROR(expect("command", command->IsString(), "a string"));
   req.command = Str(*command);
-  if (auto e = ValidateCommand(req.command)) return e;
+  SANDRUN_RETURN_IF_ERROR(ValidateCommand(req.command));
   for (const auto& m : obj.GetObject()) {
     std::string key = Str(m.name);
     const auto& v = m.value;
     if (key == "tool" || key == "command") continue;
     if (v.IsNull()) continue;  // an explicit null means "not given"
     if (key == "workdir") {
-      if (auto e = expect("workdir", v.IsString(), "a string")) return e;
+      SANDRUN_RETURN_IF_ERROR(expect("workdir", v.IsString(), "a string"));
       if (Str(v).find('\0') != std::string::npos)
         return Invalid("exec workdir contains a NUL byte");
       req.workdir = Str(v);
     } else if (key == "env") {
-      if (auto e = expect("env", v.IsObject(), "an object of strings")) return e;
+      SANDRUN_RETURN_IF_ERROR(expect("env", v.IsObject(), "an object of strings"));
       for (const auto& kv : v.GetObject()) {
         if (!kv.value.IsString()) {
           return Invalid("exec env value of \"" + Str(kv.name) + "\" must be a string, got " +
@@ -63,21 +64,21 @@ std::optional<ToolError> ReadExecParams(const rapidjson::Value& obj, policy::Exe
         req.env[Str(kv.name)] = Str(kv.value);
       }
     } else if (key == "yieldMs") {
-      if (auto e = expect("yieldMs", v.IsNumber(), "a number")) return e;
+      SANDRUN_RETURN_IF_ERROR(expect("yieldMs", v.IsNumber(), "a number"));
       double d = v.GetDouble();
       if (std::isfinite(d)) req.yield_ms = static_cast<int64_t>(std::clamp(d, 10.0, 120000.0));
     } else if (key == "background") {
-      if (auto e = expect("background", v.IsBool(), "a boolean")) return e;
+      SANDRUN_RETURN_IF_ERROR(expect("background", v.IsBool(), "a boolean"));
       req.background = v.GetBool();
     } else if (key == "timeout" || key == "timeoutSeconds") {
-      if (auto e = expect(key.c_str(), v.IsNumber(), "a number of seconds")) return e;
+      SANDRUN_RETURN_IF_ERROR(expect(key.c_str(), v.IsNumber(), "a number of seconds"));
       if (!std::isfinite(v.GetDouble())) return Invalid("exec " + key + " must be finite");
       req.timeout_seconds = v.GetDouble();
     } else if (key == "pty") {
-      if (auto e = expect("pty", v.IsBool(), "a boolean")) return e;
+      SANDRUN_RETURN_IF_ERROR(expect("pty", v.IsBool(), "a boolean"));
       req.pty = v.GetBool();
     } else if (key == "elevated") {
-      if (auto e = expect("elevated", v.IsBool(), "a boolean")) return e;
+      SANDRUN_RETURN_IF_ERROR(expect("elevated", v.IsBool(), "a boolean"));
       req.elevated = v.GetBool();
     } else if (key == "host") {
       if (!v.IsString()) {
@@ -86,16 +87,16 @@ std::optional<ToolError> ReadExecParams(const rapidjson::Value& obj, policy::Exe
       }
       req.host = Str(v);
     } else if (key == "security" || key == "ask" || key == "node") {
-      if (auto e = expect(key.c_str(), v.IsString(), "a string")) return e;
+      SANDRUN_RETURN_IF_ERROR(expect(key.c_str(), v.IsString(), "a string"));
       (key == "security" ? req.security : key == "ask" ? req.ask : req.node) = Str(v);
     }
     // Other keys are ignored, as OpenClaw's schema does.
   }
-  return std::nullopt;
+  return Ok();
 }
 
 // apply_patch: "input" (a non-empty string), optional "workdir" and "model" strings.
-std::optional<ToolError> ReadApplyPatchParams(const rapidjson::Value& obj, ApplyPatchRequest& req) {
+Status ReadApplyPatchParams(const rapidjson::Value& obj, ApplyPatchRequest& req) {
   const auto* input = JsonMember(obj, "input");
   if (input == nullptr || input->IsNull()) {
     return Invalid(
@@ -122,7 +123,7 @@ std::optional<ToolError> ReadApplyPatchParams(const rapidjson::Value& obj, Apply
     }
     (std::string_view(key) == "workdir" ? req.workdir : req.model) = Str(*v);
   }
-  return std::nullopt;  // other keys are ignored, as for exec
+  return Ok();  // other keys are ignored, as for exec
 }
 
 std::string SignalName(int sig) {
@@ -132,7 +133,7 @@ std::string SignalName(int sig) {
 
 }  // namespace
 
-std::optional<ToolError> ValidateCommand(std::string_view command) {
+Status ValidateCommand(std::string_view command) {
   if (command.find_first_not_of(" \t\r\n") == std::string_view::npos) {
     return Invalid("Provide a command to start.");
   }
@@ -143,18 +144,17 @@ std::optional<ToolError> ValidateCommand(std::string_view command) {
     return Invalid("exec command is " + std::to_string(command.size()) + " bytes; the limit is " +
                    std::to_string(kMaxCommandBytes));
   }
-  return std::nullopt;
+  return Ok();
 }
 
-std::variant<ToolCall, ToolError> ParseToolCall(std::string_view text) {
+Result<ToolCall> ParseToolCall(std::string_view text) {
   if (text.size() > kMaxCallBytes) {
-    return ToolError{"invalid-request",
-                     "tool call is larger than " + std::to_string(kMaxCallBytes) + " bytes"};
+    return Invalid("tool call is larger than " + std::to_string(kMaxCallBytes) + " bytes");
   }
   JsonParseOptions options;
   options.source_name = "tool call";
   auto doc = ParseJson(text, options);
-  if (!doc) return ToolError{"invalid-json", doc.error().message};
+  if (!doc) return Error::Refusal("invalid-json", doc.error().message);
   if (!doc->IsObject()) return Invalid("a tool call is a JSON object");
   const auto* tool = JsonMember(*doc, "tool");
   if (tool == nullptr || !tool->IsString()) {
@@ -163,20 +163,35 @@ std::variant<ToolCall, ToolError> ParseToolCall(std::string_view text) {
   ToolCall call;
   call.tool = Str(*tool);
   if (call.tool == "apply_patch") {
-    if (auto e = ReadApplyPatchParams(*doc, call.apply_patch)) return *e;
+    SANDRUN_RETURN_IF_ERROR(ReadApplyPatchParams(*doc, call.apply_patch));
     return call;
   }
   if (call.tool != "exec") {
     if (call.tool == "process") {
-      return ToolError{"server-required",
-                       "The process tool works on background sessions, which live in a running "
-                       "server: start `sandrun serve`."};
+      return Error::Refusal("server-required",
+                            "The process tool works on background sessions, which live in a "
+                            "running server: start `sandrun serve`.");
     }
-    return ToolError{"unknown-tool", "Unknown tool \"" + call.tool +
-                                         "\". Known tools: exec, process, apply_patch."};
+    return Error::Refusal("unknown-tool", "Unknown tool \"" + call.tool +
+                                              "\". Known tools: exec, process, apply_patch.");
   }
-  if (auto e = ReadExecParams(*doc, call.exec)) return *e;
+  SANDRUN_RETURN_IF_ERROR(ReadExecParams(*doc, call.exec));
   return call;
+}
+
+std::string CommandFromWords(const std::vector<std::string>& words) {
+  if (words.size() == 1) return words[0];
+  std::string command;
+  for (const std::string& word : words) {
+    if (!command.empty()) command += ' ';  // a quoted word is never empty
+    command += policy::QuoteShellWord(word);
+  }
+  return command;
+}
+
+std::string ToolNameOf(std::string_view text) {
+  auto doc = ParseJson(text);
+  return doc ? JsonString(*doc, "tool") : "";
 }
 
 std::string ExecRequestToJson(const policy::ExecRequest& r) {
@@ -228,10 +243,6 @@ std::string ExecRequestToJson(const policy::ExecRequest& r) {
   }
   w.EndObject();
   return std::string(buffer.GetString(), buffer.GetSize());
-}
-
-std::string RenderError(const ToolError& error) {
-  return RenderToolError(error.code, error.message);
 }
 
 std::string FailureReason(const exec::ExecOutcome& outcome, int64_t timeout_seconds) {

@@ -3,8 +3,8 @@
 // outcomes in OpenClaw's shapes.
 //
 // Pattern of use:
-//   auto call = ParseToolCall(text);
-//   if (!call) print(RenderError(call.error()));
+//   Result<ToolCall> call = ParseToolCall(text);
+//   if (!call) print(RenderToolError(call.error()));   // {"error":{"code","message"}}
 //   ... run ... print(RenderExecOutcome(outcome, host, warnings));
 #pragma once
 
@@ -15,18 +15,13 @@
 #include <vector>
 
 #include "runner/policy/exec_request.h"
+#include "sandbox/base/result.h"
 #include "sandbox/executors/output.h"
 
 namespace sandrun::api {
 
 inline constexpr size_t kMaxCommandBytes = 1u << 20;  // 1 MiB
 inline constexpr size_t kMaxCallBytes = 4u << 20;     // a whole tool call
-
-// A refusal before anything ran: {"error":{"code","message"}}.
-struct ToolError {
-  std::string code;     // invalid-json, invalid-request, unknown-tool, host-not-allowed, ...
-  std::string message;  // OpenClaw's text where it has one
-};
 
 // {"tool":"apply_patch","input":"*** Begin Patch ...","workdir":...,"model":...} (SPEC §6b).
 struct ApplyPatchRequest {
@@ -41,14 +36,25 @@ struct ToolCall {
   ApplyPatchRequest apply_patch;
 };
 
-// Parses and validates a tool call. Every malformed input is a ToolError naming the problem.
-std::variant<ToolCall, ToolError> ParseToolCall(std::string_view text);
+// Parses and validates a tool call. Every malformed input is a refusal naming the problem, with
+// its wire code (invalid-json, invalid-request, unknown-tool, server-required).
+Result<ToolCall> ParseToolCall(std::string_view text);
 
 // The checks every command passes, whichever front end it came through: non-blank, no NUL
-// byte, at most kMaxCommandBytes.
-std::optional<ToolError> ValidateCommand(std::string_view command);
+// byte, at most kMaxCommandBytes. The refusal is invalid-request.
+Status ValidateCommand(std::string_view command);
 
-std::string RenderError(const ToolError& error);
+// The shell text for the words that follow "--" on the command line of exec and policy check.
+// They are never reparsed: one word is the text byte for byte ("[a,b]" stays "[a,b]"); several
+// are each quoted for sh (policy::QuoteShellWord) and joined with spaces, so that the shell runs
+// exactly that argv: {"printf", "%s|", "a  b", "it's"} -> printf '%s|' 'a  b' 'it'"'"'s'. (One
+// exception is the shell's, not ours: bash takes a command name starting with '%', quoted or not,
+// as a job spec; the allowlist analysis refuses it as job-control.) No words: "".
+std::string CommandFromWords(const std::vector<std::string>& words);
+
+// The "tool" member of a tool call's text ("" when it is not a JSON object with a string there):
+// which route a front end hands it to, before it is parsed and validated there.
+std::string ToolNameOf(std::string_view text);
 
 // The tool-call JSON for a request ({"tool":"exec",...}), e.g. to send it to a server.
 std::string ExecRequestToJson(const policy::ExecRequest& request);

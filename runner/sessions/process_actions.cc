@@ -25,8 +25,11 @@ void Str(Writer& w, std::string_view s) {
   w.String(s.data(), static_cast<rapidjson::SizeType>(s.size()));
 }
 
+// A refusal of an action (nothing happened), in the wire shape of every tool refusal. Codes:
+// unknown-action, session-not-found, session-state (not backgrounded, stdin not writable, cursor
+// key mode unknown), invalid-request.
 ProcessResult Refuse(std::string code, std::string message) {
-  return ProcessResult{RenderProcessError(ProcessError{std::move(code), std::move(message)}), true};
+  return ProcessResult{RenderToolError(Error::Refusal(std::move(code), std::move(message))), true};
 }
 
 // {"content":[{"type":"text","text":...}],"details":{...}}; `details` writes the members.

@@ -14,9 +14,7 @@ namespace {
 
 using Writer = JsonWriter;
 
-ProcessError Invalid(std::string message) {
-  return ProcessError{"invalid-request", std::move(message)};
-}
+Error Invalid(std::string message) { return Error::Refusal("invalid-request", std::move(message)); }
 
 const char* TypeName(const rapidjson::Value& v) {
   if (v.IsNull()) return "null";
@@ -31,7 +29,7 @@ std::string Str(const rapidjson::Value& v) {
   return std::string(v.GetString(), v.GetStringLength());
 }
 
-ProcessError WrongType(const std::string& key, const char* want, const rapidjson::Value& v) {
+Error WrongType(const std::string& key, const char* want, const rapidjson::Value& v) {
   return Invalid("process parameter \"" + key + "\" must be " + want + ", got " + TypeName(v));
 }
 
@@ -45,8 +43,8 @@ int64_t ToInt64(const rapidjson::Value& v) {
   return static_cast<int64_t>(d);
 }
 
-std::optional<ProcessError> ReadStrings(const std::string& key, const rapidjson::Value& v,
-                                        std::vector<std::string>& out) {
+Status ReadStrings(const std::string& key, const rapidjson::Value& v,
+                   std::vector<std::string>& out) {
   if (!v.IsArray()) return WrongType(key, "an array of strings", v);
   for (const auto& item : v.GetArray()) {
     if (!item.IsString()) {
@@ -55,12 +53,12 @@ std::optional<ProcessError> ReadStrings(const std::string& key, const rapidjson:
     }
     out.push_back(Str(item));
   }
-  return std::nullopt;
+  return Ok();
 }
 
 }  // namespace
 
-std::variant<ProcessRequest, ProcessError> ParseProcessRequest(const rapidjson::Value& call) {
+Result<ProcessRequest> ParseProcessRequest(const rapidjson::Value& call) {
   if (!call.IsObject()) return Invalid("a tool call is a JSON object");
   ProcessRequest req;
   const auto* action = JsonMember(call, "action");
@@ -89,7 +87,7 @@ std::variant<ProcessRequest, ProcessError> ParseProcessRequest(const rapidjson::
         req.bracketed = v.GetBool();
       }
     } else if (key == "keys" || key == "hex") {
-      if (auto e = ReadStrings(key, v, key == "keys" ? req.keys : req.hex)) return *e;
+      SANDRUN_RETURN_IF_ERROR(ReadStrings(key, v, key == "keys" ? req.keys : req.hex));
     } else if (key == "offset" || key == "limit" || key == "timeout") {
       if (!v.IsNumber()) return WrongType(key, "a number", v);
       int64_t n = ToInt64(v);
@@ -101,16 +99,12 @@ std::variant<ProcessRequest, ProcessError> ParseProcessRequest(const rapidjson::
   return req;
 }
 
-std::variant<ProcessRequest, ProcessError> ParseProcessRequest(std::string_view json) {
+Result<ProcessRequest> ParseProcessRequest(std::string_view json) {
   JsonParseOptions options;
   options.source_name = "tool call";
   auto doc = ParseJson(json, options);
-  if (!doc) return ProcessError{"invalid-json", doc.error().message};
+  if (!doc) return Error::Refusal("invalid-json", doc.error().message);
   return ParseProcessRequest(*doc);
-}
-
-std::string RenderProcessError(const ProcessError& error) {
-  return RenderToolError(error.code, error.message);
 }
 
 std::string RenderRunning(const Session& session, const std::vector<std::string>& warnings) {

@@ -3,8 +3,8 @@
 //
 // Pattern of use:
 //   auto parsed = ParseProcessRequest(doc);   // doc = {"tool":"process","action":"poll",...}
-//   if (auto* e = std::get_if<ProcessError>(&parsed)) return RenderProcessError(*e);  // exit 2
-//   ProcessResult r = manager.Process(std::get<ProcessRequest>(parsed), scope);
+//   if (!parsed) return RenderToolError(parsed.error());   // the front end renders it; exit 2
+//   ProcessResult r = manager.Process(*parsed, scope);
 #pragma once
 
 #include <rapidjson/document.h>
@@ -15,6 +15,8 @@
 #include <string_view>
 #include <variant>
 #include <vector>
+
+#include "sandbox/base/result.h"
 
 namespace sandrun::sessions {
 
@@ -35,15 +37,6 @@ struct ProcessRequest {
   std::optional<int64_t> timeout_ms;  // poll: wait up to this long (clamped to [0, 120000])
 };
 
-// A refusal: nothing happened. Rendered {"error":{"code","message"}}; the CLI exits 2.
-// Codes: invalid-json, invalid-request (types, missing sessionId, no key data, ...),
-// unknown-action, session-not-found, session-state (not backgrounded, stdin not writable,
-// cursor key mode unknown).
-struct ProcessError {
-  std::string code;
-  std::string message;  // OpenClaw's text where it has one
-};
-
 // The result of Process(): one JSON object, either a tool result
 // {"content":[{"type":"text","text":...}],"details":{...}} or a refusal {"error":{...}}.
 struct ProcessResult {
@@ -52,12 +45,11 @@ struct ProcessResult {
 };
 
 // Reads a process tool call object (the "tool" member is ignored, unknown members too; null
-// means "not given"). Wrong types are invalid-request errors naming the parameter.
-std::variant<ProcessRequest, ProcessError> ParseProcessRequest(const rapidjson::Value& call);
+// means "not given"). Wrong types are refusals (Error::Refusal, wire code invalid-request)
+// naming the parameter: nothing happened, the CLI exits 2.
+Result<ProcessRequest> ParseProcessRequest(const rapidjson::Value& call);
 // The same from JSON text (invalid-json when it does not parse).
-std::variant<ProcessRequest, ProcessError> ParseProcessRequest(std::string_view json);
-
-std::string RenderProcessError(const ProcessError& error);
+Result<ProcessRequest> ParseProcessRequest(std::string_view json);
 
 // The exec tool's `running` result for a backgrounded session: text
 // "Command still running (session <id>, pid <pid|n/a>). Use process (list/poll/log/write/kill/

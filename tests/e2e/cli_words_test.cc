@@ -101,21 +101,60 @@ TEST_F(CliWords, TheFirstWordIsAProgramName) {
   EXPECT_EQ(ExecWords({"A=1", "true"}).exit_code, 127);
 }
 
+// exec refuses with its own table's 125; policy check keeps 2.
 TEST_F(CliWords, ACommandNotAfterDoubleDashIsRefused) {
   auto before = Sandrun({"exec", "echo", "hi"});
-  EXPECT_EQ(before.exit_code, 2);
+  EXPECT_EQ(before.exit_code, 125);
   EXPECT_NE(before.err.find("give the command after --"), std::string::npos) << before.err;
   EXPECT_EQ(before.out, "");
   auto both = Sandrun({"exec", "echo", "--", "hi"});
-  EXPECT_EQ(both.exit_code, 2) << both.out;
+  EXPECT_EQ(both.exit_code, 125) << both.out;
   auto none = Sandrun({"exec"});
-  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_EQ(none.exit_code, 125);
   auto blank = ExecWords({""});
   EXPECT_EQ(blank.exit_code, 125);
   EXPECT_NE(blank.err.find("Provide a command"), std::string::npos) << blank.err;
   auto check = Sandrun({"policy", "check", "ls"});
   EXPECT_EQ(check.exit_code, 2);
   EXPECT_NE(check.err.find("give the command after --"), std::string::npos) << check.err;
+}
+
+// Usage errors of `sandrun exec` are "refused before anything ran": 125 as in its table, with or
+// without --json, and nothing runs (old code: CLI11's errors exited 2). `call` keeps 2.
+TEST_F(CliWords, ExecUsageErrorsExit125AndRunNothing) {
+  const std::string marker = workspace_ + "/ran";
+  const std::string touch = "touch " + marker;
+  struct Case {
+    std::vector<std::string> args;
+    const char* says;  // what CLI11's message names
+  };
+  const std::vector<Case> cases = {
+      {{"exec", "--bogus", "--", touch}, "--bogus"},
+      {{"exec", "--json", "--bogus", "--", touch}, "--bogus"},
+      {{"exec", "--timeout", "--", touch}, "--timeout"},
+      {{"exec", "--timeout", "abc", "--", touch}, "--timeout"},
+      {{"exec", "--timeout=-1", "--", touch}, "--timeout"},
+      {{"exec", "--yield-ms", "soon", "--", touch}, "--yield-ms"},
+      {{"exec", "--json", "--exit-code", "--timeout", "x", "--", touch}, "--timeout"},
+  };
+  for (const Case& c : cases) {
+    std::string shown;
+    for (const auto& a : c.args) shown += a + " ";
+    auto r = Sandrun(c.args);
+    EXPECT_EQ(r.exit_code, 125) << shown << r.err;
+    EXPECT_EQ(r.out, "") << shown;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << shown << r.err;
+    EXPECT_FALSE(std::filesystem::exists(marker)) << shown << "ran the command";
+  }
+  auto ran = Sandrun({"exec", "--timeout", "5", "--", touch});  // the same flags, well formed
+  EXPECT_EQ(ran.exit_code, 0) << ran.err;
+  EXPECT_TRUE(std::filesystem::exists(marker));
+
+  auto call = Sandrun({"call", "--bogus"});
+  EXPECT_EQ(call.exit_code, 2) << call.err;
+  auto help = Sandrun({"exec", "--help"});
+  EXPECT_EQ(help.exit_code, 0) << help.err;
+  EXPECT_NE(help.out.find("usage errors"), std::string::npos) << help.out;
 }
 
 // A second "--" and words looking like options are part of the command.

@@ -7,6 +7,8 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <thread>
 
 #include "tests/e2e/sandrun_home.h"
@@ -94,6 +96,41 @@ TEST_F(SessionRestart, AReadoptedSessionStillTimesOut) {
   auto done = PollUntilDone(id);
   EXPECT_EQ(Details(done, "status"), "failed") << ToJson(done);
   EXPECT_EQ(SleepersInTheSandbox(), "0") << "the timeout did not kill the re-adopted tree";
+}
+
+// The CLI without a server runs a one-shot Runtime: it must not recover, adopt, lose or rewrite
+// the sessions a crashed (or starting) server left in $SANDRUN_HOME, nor take their lock.
+TEST_F(SessionRestart, OneShotCallsLeaveTheServersSessionsAlone) {
+  StartServer();
+  std::string id = StartSleeper({});
+  ASSERT_FALSE(id.empty());
+  CrashServer();
+  const std::string meta = home_ + "/sessions/" + id + "/meta.json";
+  auto read = [&] {
+    std::ifstream in(meta);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  };
+  const std::string before = read();
+  ASSERT_FALSE(before.empty()) << meta;
+
+  EXPECT_EQ(SleepersInTheSandbox(), "1");  // a one-shot sandbox exec
+  auto call = Sandrun({"call", R"({"tool":"exec","command":"echo one-shot"})"});
+  EXPECT_EQ(call.exit_code, 0) << call.out << call.err;
+  EXPECT_NE(call.out.find("one-shot"), std::string::npos) << call.out;
+  auto list = Sandrun({"process", "list"});
+  EXPECT_EQ(list.exit_code, 2) << list.out;
+  EXPECT_NE(list.out.find("\"server-required\""), std::string::npos) << list.out;
+  auto check = Sandrun({"policy", "check", "--", "true"});
+  EXPECT_EQ(check.exit_code, 0) << check.err;
+  EXPECT_EQ(read(), before) << "a one-shot call rewrote the server's session record";
+
+  StartServer();  // the lock was not taken: the next server re-adopts the session
+  auto poll = Process({"poll", "--session-id", id});
+  EXPECT_EQ(Details(poll, "status"), "running") << ToJson(poll);
+  Process({"kill", "--session-id", id});
+  auto done = PollUntilDone(id);
+  EXPECT_NE(Details(done, "status"), "running");
+  EXPECT_EQ(SleepersInTheSandbox(), "0");
 }
 
 TEST_F(SessionRestart, AForgedAdoptionKeyAdoptsAndKillsNothing) {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "runner/sessions/manager.h"
+#include "runner/wire/tool_result.h"
 #include "sandbox/executors/host/host_executor.h"
 
 namespace sandrun::sessions {
@@ -99,11 +100,11 @@ class SessionsTest : public ::testing::Test {
     if (manager == nullptr) manager = manager_.get();
     auto parsed = ParseProcessRequest(std::string_view(json));
     rapidjson::Document doc;
-    if (auto* e = std::get_if<ProcessError>(&parsed)) {
-      doc.Parse(RenderProcessError(*e).c_str());
+    if (!parsed) {
+      doc.Parse(RenderToolError(parsed.error()).c_str());
       return doc;
     }
-    doc.Parse(manager->Process(std::get<ProcessRequest>(parsed), scope).json.c_str());
+    doc.Parse(manager->Process(*parsed, scope).json.c_str());
     return doc;
   }
   static std::string Text(const rapidjson::Document& d) {

@@ -166,8 +166,11 @@ class ManagerTest : public ::testing::Test {
   // Runs a process tool call (JSON text) and parses the result.
   rapidjson::Document Call(const std::string& json, const Scope& scope = {}) {
     auto parsed = ParseProcessRequest(std::string_view(json));
-    EXPECT_TRUE(std::holds_alternative<ProcessRequest>(parsed)) << json;
-    ProcessResult result = manager_->Process(std::get<ProcessRequest>(parsed), scope);
+    if (!parsed) {
+      ADD_FAILURE() << json << ": " << parsed.error().ToString();
+      return rapidjson::Document();
+    }
+    ProcessResult result = manager_->Process(*parsed, scope);
     rapidjson::Document doc;
     doc.Parse(result.json.c_str());
     EXPECT_FALSE(doc.HasParseError()) << result.json;
