@@ -158,6 +158,7 @@ ExecToolResult RunExecTool(const GlobalOptions& global, const policy::Caller& ca
       PendingApproval registered = services.approvals->Register(std::move(pending));
       ExecToolResult result;
       result.pending = true;
+      result.approval_id = registered.id;
       result.host = host_name;
       result.warnings = plan.warnings;
       result.json =

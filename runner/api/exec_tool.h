@@ -62,7 +62,8 @@ struct ExecToolResult {
   std::vector<std::string> warnings;  // OpenClaw's Warning: lines for the result text
   std::string json;                   // the one JSON object `sandrun call` prints
   bool running = false;               // became a background session (json is the `running` result)
-  bool pending = false;  // waits for an operator's approval (json is `approval-pending`)
+  bool pending = false;     // waits for an operator's approval (json is `approval-pending`)
+  std::string approval_id;  // when pending: the approval's id
 };
 
 // The host executor's options every front end uses: compiled filters cached under the state

@@ -11,6 +11,7 @@
 
 #include "runner/api/apply_patch_tool.h"
 #include "runner/api/approval_broker.h"
+#include "runner/api/audit_trail.h"
 #include "runner/api/exec_tool.h"
 #include "runner/api/policy_cmd.h"
 #include "runner/api/server_client.h"
@@ -110,6 +111,7 @@ struct Runtime::Impl {
   ExecServices services;  // what each call is lent: the registry, the manager, the broker
   std::unique_ptr<sessions::SessionManager> manager;
   std::unique_ptr<ApprovalBroker> broker;
+  std::unique_ptr<AuditTrail> audit;  // every decision, every operator answer
 
   // The per-call options the tool code reads: the principal's agent, session and workspace
   // over the server's own --config/--server.
@@ -171,6 +173,7 @@ Result<std::unique_ptr<Runtime>> Runtime::Start(const GlobalOptions& global, Opt
     // Nothing is created here: a call that cannot resolve the state dir says so itself.
     impl->state_dir = config::StateDirPath().value_or(std::string());
     RegisterExecutors(impl->executors, global, impl->state_dir, "", /*die_with_runner=*/true);
+    impl->audit = AuditTrail::Open(impl->state_dir, /*required=*/false).value();
     return std::unique_ptr<Runtime>(new Runtime(std::move(impl)));
   }
   SANDRUN_ASSIGN_OR_RETURN(impl->state_dir, config::StateDirPath());
@@ -181,6 +184,7 @@ Result<std::unique_ptr<Runtime>> Runtime::Start(const GlobalOptions& global, Opt
   impl->server = cfg->server;
   // Before any call: concurrent first calls must find it, not race to create it.
   SANDRUN_RETURN_IF_ERROR(config::LoadOrCreateInstanceId(impl->state_dir));
+  SANDRUN_ASSIGN_OR_RETURN(impl->audit, AuditTrail::Open(impl->state_dir, /*required=*/true));
   RegisterExecutors(impl->executors, global, impl->state_dir, options.socket,
                     !options.keep_host_processes);
   // The operator hears at once when no sandbox call can work (it is retried on each call).
@@ -262,9 +266,10 @@ RuntimeReply Runtime::Exec(const Principal& who, std::string_view body, const Ca
   if (auto* reply = std::get_if<RuntimeReply>(&parsed)) return Count(std::move(*reply));
   ExecServices call_services = impl_->services;
   call_services.tenant = who.tenant;
-  ExecToolResult result =
-      RunExecTool(impl_->GlobalFor(who), Impl::CallerFor(who), std::get<ToolCall>(parsed).exec,
-                  nullptr, cancel, call_services);
+  const policy::ExecRequest& request = std::get<ToolCall>(parsed).exec;
+  ExecToolResult result = RunExecTool(impl_->GlobalFor(who), Impl::CallerFor(who), request, nullptr,
+                                      cancel, call_services);
+  impl_->audit->Exec(who, request, result);
   return Count({result.refused ? 400 : result.internal ? 500 : 200, result.json});
 }
 
@@ -276,6 +281,7 @@ ExecToolResult Runtime::ExecForeground(const Principal& who, const policy::ExecR
   call_services.run_foreground = std::move(run_foreground);
   ExecToolResult result = RunExecTool(impl_->GlobalFor(who), Impl::CallerFor(who), request, nullptr,
                                       nullptr, call_services);
+  impl_->audit->Exec(who, request, result);
   if (result.refused) ++refused_;
   return result;
 }
@@ -333,7 +339,14 @@ RuntimeReply Runtime::DecideApproval(const Principal& who, const std::string& id
                             "POST /v1/approvals/{id} takes {\"decision\": \"allow-once|"
                             "allow-always|deny\"}"));
   }
-  ApprovalBroker::Answer a = impl_->broker->Decide(id, JsonString(*doc, "decision"), who.tenant);
+  const std::string decision = JsonString(*doc, "decision");
+  ApprovalBroker::Answer a = impl_->broker->Decide(id, decision, who.tenant);
+  if (a.status == 200) {
+    // The full id (the operator may have given the slug).
+    auto answered = ParseJson(a.json);
+    impl_->audit->Approval(who, answered ? JsonString(*answered, "id", id) : id, decision,
+                           a.status);
+  }
   return Count({a.status, a.json});
 }
 
