@@ -73,8 +73,8 @@ void AuditTrail::Exec(const Principal& who, const policy::ExecRequest& request,
   Append(std::move(r));
 }
 
-void AuditTrail::Approval(const Principal& who, const std::string& id,
-                          const std::string& decision, int status) {
+void AuditTrail::Approval(const Principal& who, const std::string& id, const std::string& decision,
+                          int status) {
   if (status != 200) return;
   audit::AuditRecord r = Base(who);
   r.tool = "approval";

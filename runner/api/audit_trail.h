@@ -24,8 +24,7 @@ class AuditTrail {
   // `state_dir` may be "" (a one-shot call that found none: nothing is written).
   static Result<std::unique_ptr<AuditTrail>> Open(const std::string& state_dir, bool required);
 
-  void Exec(const Principal& who, const policy::ExecRequest& request,
-            const ExecToolResult& result);
+  void Exec(const Principal& who, const policy::ExecRequest& request, const ExecToolResult& result);
   // An operator's answer to approval `id`: `decision` as given, `status` the HTTP status of the
   // answer (only decided ones, 200, are operator actions worth a line).
   void Approval(const Principal& who, const std::string& id, const std::string& decision,

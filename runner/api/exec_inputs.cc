@@ -41,7 +41,7 @@ Status LoadApprovalsInputs(LoadedCall& call, const policy::Decision& decision,
                            const std::string& agent, bool analyse_always) {
   SANDRUN_ASSIGN_OR_RETURN(config::LoadedApprovals loaded,
                            config::LoadApprovals(config::ApprovalsPath(call.state_dir)));
-  for (const auto& w : loaded.warnings) PrintWarning(w);
+  call.diagnostics.insert(call.diagnostics.end(), loaded.warnings.begin(), loaded.warnings.end());
   config::ResolvedApprovals resolved = config::ResolveApprovals(
       loaded.file, agent, decision.effective.security, decision.effective.ask);
   // tools.exec.autoAllowSkills is the default the file's own value overrides.
@@ -93,7 +93,7 @@ std::unique_ptr<LoadedCall> LoadExecInputs(const GlobalOptions& global,
   }
   auto cfg = config::LoadConfigFor(global.config_file, *state_dir);
   if (!cfg) return fail(Error::Refusal("invalid-config", cfg.error().ToString()));
-  for (const auto& w : cfg->warnings) PrintWarning(w);
+  call->diagnostics = cfg->warnings;
   call->settings = cfg->ForAgent(global.agent);
   const config::AgentSettings& settings = call->settings;
 

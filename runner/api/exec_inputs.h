@@ -39,6 +39,9 @@ struct LoadedCall {
   // (the state dir), "invalid-config" (config, approvals file, profiles),
   // "sandbox-unavailable" (the sandbox's seccomp profile or preset).
   std::optional<Error> failure;
+  // Warnings of the config and approvals file loaders, in order (printed by whoever runs the
+  // call: see ExecToolResult::config_warnings).
+  std::vector<std::string> diagnostics;
 };
 
 std::unique_ptr<LoadedCall> LoadExecInputs(const GlobalOptions& global,

@@ -222,7 +222,10 @@ void ServeExecStream(const HttpRequestInfo& request, UpgradedConnection& conn,
   }
   ExecToolResult result = runtime.ExecForeground(who, exec_request, std::move(run_foreground));
   control.Detach();  // a run that never started: stdin frames are dropped from now on
-  finish(ReportExec(result, control.cancelled() ? SIGTERM : 0));
+  ExecReport report = ReportExec(result, control.cancelled() ? SIGTERM : 0);
+  // The caller's stderr is not this server's: what the config loaders said goes to it too.
+  report.diagnostics = result.config_warnings;
+  finish(report);
   done = true;
   reader.join();
 }

@@ -99,12 +99,15 @@ std::string ExecReportToJson(const ExecReport& report) {
   w.Int(report.call_exit);
   str("id", report.id);
   str("message", report.message);
-  w.Key("warnings");
-  w.StartArray();
-  for (const auto& warning : report.warnings) {
-    w.String(warning.c_str(), static_cast<rapidjson::SizeType>(warning.size()));
+  for (const auto& [key, lines] :
+       {std::pair{"warnings", &report.warnings}, std::pair{"diagnostics", &report.diagnostics}}) {
+    w.Key(key);
+    w.StartArray();
+    for (const auto& line : *lines) {
+      w.String(line.c_str(), static_cast<rapidjson::SizeType>(line.size()));
+    }
+    w.EndArray();
   }
-  w.EndArray();
   str("result", report.json);
   w.EndObject();
   return buffer.GetString();
@@ -125,16 +128,19 @@ Result<ExecReport> ExecReportFromJson(std::string_view json) {
   r.id = JsonString(*doc, "id");
   r.message = JsonString(*doc, "message");
   r.json = JsonString(*doc, "result");
-  if (const auto* warnings = JsonMember(*doc, "warnings"); warnings && warnings->IsArray()) {
-    for (const auto& warning : warnings->GetArray()) {
-      if (warning.IsString())
-        r.warnings.emplace_back(warning.GetString(), warning.GetStringLength());
+  for (const auto& [key, lines] :
+       {std::pair{"warnings", &r.warnings}, std::pair{"diagnostics", &r.diagnostics}}) {
+    if (const auto* list = JsonMember(*doc, key); list && list->IsArray()) {
+      for (const auto& line : list->GetArray()) {
+        if (line.IsString()) lines->emplace_back(line.GetString(), line.GetStringLength());
+      }
     }
   }
   return r;
 }
 
 int PrintExecReport(const ExecReport& report, bool json, bool exit_code_table) {
+  for (const auto& d : report.diagnostics) PrintWarning(d);
   if (json) {
     std::printf("%s\n", report.json.c_str());
     std::fflush(stdout);

@@ -45,7 +45,10 @@ struct ExecReport {
   std::string id;                     // a session id (yielded) or approval id (pending), or ""
   std::string message;                // for stderr as "sandrun: ...", or ""
   std::vector<std::string> warnings;  // "Warning: ..." lines, for stderr
-  std::string json;                   // the result object
+  // The config loaders' warnings of a call the server ran, for the CLI's stderr (with --json
+  // too: they are not in the result object). A one-shot CLI printed them itself.
+  std::vector<std::string> diagnostics;
+  std::string json;  // the result object
 };
 // `cancelled_by` is the signal the CLI got (0: none), for a run that ended without a status.
 ExecReport ReportExec(const ExecToolResult& result, int cancelled_by);

@@ -106,10 +106,12 @@ exec::HostExecutor::Options HostExecutorOptions(const GlobalOptions& global,
   return options;
 }
 
-ExecToolResult RunExecTool(const GlobalOptions& global, const policy::Caller& caller,
-                           const policy::ExecRequest& request, const exec::LiveSink& live,
-                           const CancelToken* cancel, ExecServices& services) {
-  std::unique_ptr<LoadedCall> call = LoadExecInputs(global, caller, request, Purpose::kExec);
+namespace {
+
+// The call once its inputs are loaded: decide, then act on the verdict.
+ExecToolResult RunLoadedCall(std::unique_ptr<LoadedCall> call, const policy::Caller& caller,
+                             const policy::ExecRequest& request, const exec::LiveSink& live,
+                             const CancelToken* cancel, ExecServices& services) {
   if (call->failure) {
     return call->failure->WireCode() == "internal"
                ? Internal(call->failure->ToString())
@@ -243,6 +245,18 @@ ExecToolResult RunExecTool(const GlobalOptions& global, const policy::Caller& ca
                          result.outcome.warnings.end());
   result.json =
       RenderExecOutcome(result.outcome, result.host, result.timeout_seconds, result.warnings);
+  return result;
+}
+
+}  // namespace
+
+ExecToolResult RunExecTool(const GlobalOptions& global, const policy::Caller& caller,
+                           const policy::ExecRequest& request, const exec::LiveSink& live,
+                           const CancelToken* cancel, ExecServices& services) {
+  std::unique_ptr<LoadedCall> call = LoadExecInputs(global, caller, request, Purpose::kExec);
+  std::vector<std::string> diagnostics = call->diagnostics;
+  ExecToolResult result = RunLoadedCall(std::move(call), caller, request, live, cancel, services);
+  result.config_warnings = std::move(diagnostics);
   return result;
 }
 

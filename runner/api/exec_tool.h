@@ -60,8 +60,12 @@ struct ExecToolResult {
   std::string host;  // "sandbox" | "gateway"
   int64_t timeout_seconds = 0;
   std::vector<std::string> warnings;  // OpenClaw's Warning: lines for the result text
-  std::string json;                   // the one JSON object `sandrun call` prints
-  bool running = false;               // became a background session (json is the `running` result)
+  // What loading the config and approvals file had to say ("config.json:1:19: unknown key ...
+  // (ignored)"): for the operator's stderr, not the result text. The runtime prints them on its
+  // own stderr; the server also sends them to the CLI that made the call.
+  std::vector<std::string> config_warnings;
+  std::string json;         // the one JSON object `sandrun call` prints
+  bool running = false;     // became a background session (json is the `running` result)
   bool pending = false;     // waits for an operator's approval (json is `approval-pending`)
   std::string approval_id;  // when pending: the approval's id
 };

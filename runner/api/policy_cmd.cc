@@ -55,6 +55,7 @@ std::string PolicyCheckJson(const GlobalOptions& global, const policy::Caller& c
                             const policy::ExecRequest& request) {
   // The exec path's own loader and decision: what this prints is what exec acts on.
   std::unique_ptr<LoadedCall> call = LoadExecInputs(global, caller, request, Purpose::kCheck);
+  for (const std::string& w : call->diagnostics) PrintWarning(w);
   std::string verdict = "deny";
   std::string reason;
   std::string security, ask;

@@ -270,6 +270,7 @@ RuntimeReply Runtime::Exec(const Principal& who, std::string_view body, const Ca
   ExecToolResult result = RunExecTool(impl_->GlobalFor(who), Impl::CallerFor(who), request, nullptr,
                                       cancel, call_services);
   impl_->audit->Exec(who, request, result);
+  for (const std::string& w : result.config_warnings) PrintWarning(w);
   return Count({result.refused ? 400 : result.internal ? 500 : 200, result.json});
 }
 
@@ -282,6 +283,7 @@ ExecToolResult Runtime::ExecForeground(const Principal& who, const policy::ExecR
   ExecToolResult result = RunExecTool(impl_->GlobalFor(who), Impl::CallerFor(who), request, nullptr,
                                       nullptr, call_services);
   impl_->audit->Exec(who, request, result);
+  for (const std::string& w : result.config_warnings) PrintWarning(w);
   if (result.refused) ++refused_;
   return result;
 }

@@ -87,6 +87,18 @@ TEST_P(CliContract, WarningsGoToStderr) {
   EXPECT_NE(r.err.find("sandrun: Warning: "), std::string::npos) << r.err;
 }
 
+TEST_P(CliContract, ConfigWarningsGoToTheCallersStderr) {
+  // Read per call, so a running server sees it too; its warnings are the caller's to read.
+  Config(R"({"tools": {"exec": {"host": "gateway", "security": "full", "bogusKey": 1}}})");
+  for (const char* flags : {"", "--json"}) {
+    auto r = ExecIn(marks_, flags, "echo out");
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("unknown key tools.exec.bogusKey (ignored)"), std::string::npos)
+        << flags << ": " << r.err;
+    EXPECT_EQ(r.out.find("bogusKey"), std::string::npos) << "not in the result: " << r.out;
+  }
+}
+
 TEST_P(CliContract, StdinFromAPipeAndAFileNoneReadsEof) {
   auto piped = ExecIn(marks_, "", "cat; echo end", "from the pipe\n");
   EXPECT_EQ(piped.out, "from the pipe\nend\n") << piped.err;
