@@ -109,7 +109,7 @@ TEST_F(SessionRestart, AForgedAdoptionKeyAdoptsAndKillsNothing) {
     std::ifstream in(meta);
     text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   }
-  auto at = text.find("sandrun-exec-v1|");
+  auto at = text.find("sandrun-exec-v2|");
   ASSERT_NE(at, std::string::npos) << text;
   auto exec_at = text.find('|', text.find('|', at) + 1) + 1;
   text[exec_at] = text[exec_at] == 'a' ? 'b' : 'a';
