@@ -107,12 +107,11 @@ void EndFromExitCode(docker::Client& client, const ExecTree& tree, int64_t code,
   reader.cmd = {"/bin/sh", "-c", kReadRecordScript, "sandrun-record", ExecRecordPath(tree.token)};
   reader.user = tree.user;
   std::string text;
-  auto read = client.RunExec(
-      tree.container, reader,
-      [&](docker::StreamKind, std::string_view bytes) {
-        if (text.size() < 256) text.append(bytes);
-      },
-      {Deadline::After(std::chrono::seconds(10)), nullptr});
+  auto read = client.RunExec(tree.container, reader,
+                             [&](docker::StreamKind, std::string_view bytes) {
+                               if (text.size() < 256) text.append(bytes);
+                             },
+                             {Deadline::After(std::chrono::seconds(10)), nullptr});
   if (!read || *read != 0) return;
   std::optional<int64_t> pid, signal;
   std::istringstream lines(text);
