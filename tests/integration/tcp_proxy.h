@@ -61,8 +61,7 @@ class TcpProxy {
       sockaddr_un addr{};
       addr.sun_family = AF_UNIX;
       unix_path_.copy(addr.sun_path, sizeof addr.sun_path - 1);
-      if (engine < 0 ||
-          ::connect(engine, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+      if (engine < 0 || ::connect(engine, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
         ::close(client);
         if (engine >= 0) ::close(engine);
         continue;
