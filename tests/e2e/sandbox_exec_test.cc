@@ -278,6 +278,7 @@ TEST_F(SandboxExec, ExecRecordsAreRemovedOnceRead) {
   ASSERT_EQ(Exec({}, "kill -KILL $$").exit_code, 128 + 9);
   ASSERT_EQ(Exec({}, "exit 130").exit_code, 130);
   ASSERT_EQ(Exec({}, "true").exit_code, 0);
+  ASSERT_EQ(Exec({"--timeout", "1"}, "sleep 30").exit_code, 124) << "timed out";
   // Only the listing exec's own record is left.
   auto r = Exec({}, "ls -A /dev/shm | grep -c '^.sandrun-exec-'");
   EXPECT_EQ(r.out, "1\n") << r.err;

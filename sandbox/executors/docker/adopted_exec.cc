@@ -104,7 +104,9 @@ class AdoptedExec final : public RunningProcess {
         break;
       }
       if (deadline_ && std::chrono::steady_clock::now() >= *deadline_) {
-        (void)KillContainerExecTree(*client_, tree_, SIGTERM, kTimeoutGraceMs);
+        if (KillContainerExecTree(*client_, tree_, SIGTERM, kTimeoutGraceMs)) {
+          DiscardExecRecord(*client_, tree_);
+        }
         outcome.status = ExecOutcome::Status::kTimedOut;
         break;
       }

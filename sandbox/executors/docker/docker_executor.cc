@@ -80,6 +80,8 @@ ExecOutcome DockerExecutor::Finish(const Plan& plan, const CreatedExec& exec, St
     ErrorCode code = streamed.error().code;
     if (auto killed = KillExecTree(exec.tree, SIGTERM, plan.kill_grace_ms); !killed) {
       outcome.warnings.push_back(killed.error().ToString());
+    } else {
+      DiscardExecRecord(*client_, exec.tree);  // its end is the timeout or the cancel
     }
     if (code == ErrorCode::kTimeout && plan.timeout_ms > 0) {
       outcome.status = ExecOutcome::Status::kTimedOut;

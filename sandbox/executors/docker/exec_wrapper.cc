@@ -97,12 +97,10 @@ std::vector<std::string> WrapCommand(bool wrapped, std::vector<std::string> cmd)
 
 std::string ExecRecordPath(const std::string& token) { return kRecordPrefix + token; }
 
-void EndFromExitCode(docker::Client& client, const ExecTree& tree, int64_t code,
-                     ExecOutcome* outcome) {
-  outcome->status = ExecOutcome::Status::kExited;
-  outcome->exit_code = static_cast<int>(code);
-  outcome->signal = 0;
-  if (!tree.wrapped || tree.token.empty() || code <= 128 || code > 128 + 64) return;
+namespace {
+
+// The record's lines, removed from the container; nullopt when they could not be read.
+std::optional<std::string> TakeRecord(docker::Client& client, const ExecTree& tree) {
   docker::ExecSpec reader;
   reader.cmd = {"/bin/sh", "-c", kReadRecordScript, "sandrun-record", ExecRecordPath(tree.token)};
   reader.user = tree.user;
@@ -112,9 +110,26 @@ void EndFromExitCode(docker::Client& client, const ExecTree& tree, int64_t code,
                                if (text.size() < 256) text.append(bytes);
                              },
                              {Deadline::After(std::chrono::seconds(10)), nullptr});
-  if (!read || *read != 0) return;
+  if (!read || *read != 0) return std::nullopt;
+  return text;
+}
+
+}  // namespace
+
+void DiscardExecRecord(docker::Client& client, const ExecTree& tree) {
+  if (tree.wrapped && !tree.token.empty()) (void)TakeRecord(client, tree);
+}
+
+void EndFromExitCode(docker::Client& client, const ExecTree& tree, int64_t code,
+                     ExecOutcome* outcome) {
+  outcome->status = ExecOutcome::Status::kExited;
+  outcome->exit_code = static_cast<int>(code);
+  outcome->signal = 0;
+  if (!tree.wrapped || tree.token.empty() || code <= 128 || code > 128 + 64) return;
+  std::optional<std::string> text = TakeRecord(client, tree);
+  if (!text) return;
   std::optional<int64_t> pid, signal;
-  std::istringstream lines(text);
+  std::istringstream lines(*text);
   for (std::string line; std::getline(lines, line);) {
     if (auto p = Field(line, 'P')) pid = p;
     if (auto s = Field(line, 'S')) signal = s;

@@ -70,4 +70,8 @@ std::string ExecRecordPath(const std::string& token);
 void EndFromExitCode(docker::Client& client, const ExecTree& tree, int64_t code,
                      ExecOutcome* outcome);
 
+// Removes the record of a wrapped exec whose tree was killed without its exit code being read
+// (a timeout, a failed stream), so /dev/shm does not fill up with them. Best effort.
+void DiscardExecRecord(docker::Client& client, const ExecTree& tree);
+
 }  // namespace sandrun::exec
