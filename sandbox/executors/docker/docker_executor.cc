@@ -103,7 +103,11 @@ ExecOutcome DockerExecutor::Finish(const Plan& plan, const CreatedExec& exec, St
   outcome.duration_ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(Deadline::Clock::now() - started_at)
           .count();
-  if (outcome.status != ExecOutcome::Status::kExited || outcome.duration_ms >= 1000) {
+  // A command that ended by itself (an exit code, or a signal it got in the container) and
+  // quickly is not checked: the check reads the engine's stats, which takes about a second.
+  const bool ended_itself = outcome.status == ExecOutcome::Status::kExited ||
+                            outcome.status == ExecOutcome::Status::kSignaled;
+  if (!ended_itself || outcome.duration_ms >= 1000) {
     pool_.RemoveIfExhausted(container, &outcome.warnings);
   }
   pool_.MaybePrune(plan.sandbox);
