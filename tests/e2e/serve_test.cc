@@ -263,11 +263,7 @@ TEST_F(Serve, SandboxSessionsEndedBySignalsSaySo) {
       << got;
 
   std::string pty = Background({"--pty"}, "echo ready; sleep 300");
-  std::string seen;
-  for (int i = 0; i < 20 && seen.find("ready") == std::string::npos; ++i) {
-    seen += Text(Process({"poll", "--session-id", pty, "--timeout", "300"}));
-  }
-  ASSERT_NE(seen.find("ready"), std::string::npos) << seen;
+  WaitForOutput(pty, "ready");
   Process({"send-keys", "--session-id", pty, "--keys", "C-c"});
   auto interrupted = PollUntilDone(pty);
   EXPECT_EQ(Details(interrupted, "exitSignal"), "SIGINT") << ToJson(interrupted);
