@@ -120,6 +120,28 @@ void DiscardExecRecord(docker::Client& client, const ExecTree& tree) {
   if (tree.wrapped && !tree.token.empty()) (void)TakeRecord(client, tree);
 }
 
+int SignalFromRecord(const std::string& record, int64_t code) {
+  if (code <= 128 || code > 128 + 64) return 0;
+  std::optional<int64_t> pid, signal;
+  std::istringstream lines(record);
+  for (std::string line; std::getline(lines, line);) {
+    if (auto p = Field(line, 'P')) {
+      pid = p;
+    } else if (auto s = Field(line, 'S')) {
+      signal = s;
+    } else {
+      return 0;  // not what the wrapper writes: the record is ignored whole
+    }
+  }
+  // No record: the wrapper exited normally (it removes the record first) or never wrote one.
+  if (!pid) return 0;
+  // "S N": the child died from N. No "S": the wrapper itself was killed (a SIGKILL of the
+  // tree), by the signal the engine's code says. A record that disagrees with the engine's
+  // code is ignored.
+  const int64_t sig = signal.value_or(code - 128);
+  return sig == code - 128 ? static_cast<int>(sig) : 0;
+}
+
 void EndFromExitCode(docker::Client& client, const ExecTree& tree, int64_t code,
                      ExecOutcome* outcome) {
   outcome->status = ExecOutcome::Status::kExited;
@@ -127,23 +149,11 @@ void EndFromExitCode(docker::Client& client, const ExecTree& tree, int64_t code,
   outcome->signal = 0;
   if (!tree.wrapped || tree.token.empty() || code <= 128 || code > 128 + 64) return;
   std::optional<std::string> text = TakeRecord(client, tree);
-  if (!text) return;
-  std::optional<int64_t> pid, signal;
-  std::istringstream lines(*text);
-  for (std::string line; std::getline(lines, line);) {
-    if (auto p = Field(line, 'P')) pid = p;
-    if (auto s = Field(line, 'S')) signal = s;
-  }
-  // No record: the wrapper exited normally (it removes the record first) or never wrote one.
-  if (!pid) return;
-  // "S N": the child died from N. No "S": the wrapper itself was killed (a SIGKILL of the
-  // tree), by the signal the engine's code says. A record that disagrees with the engine's
-  // code is ignored.
-  const int64_t sig = signal.value_or(code - 128);
-  if (sig != code - 128) return;
+  const int sig = text ? SignalFromRecord(*text, code) : 0;
+  if (sig == 0) return;
   outcome->status = ExecOutcome::Status::kSignaled;
   outcome->exit_code = -1;
-  outcome->signal = static_cast<int>(sig);
+  outcome->signal = sig;
 }
 
 }  // namespace sandrun::exec

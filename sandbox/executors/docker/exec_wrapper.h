@@ -70,6 +70,11 @@ std::string ExecRecordPath(const std::string& token);
 void EndFromExitCode(docker::Client& client, const ExecTree& tree, int64_t code,
                      ExecOutcome* outcome);
 
+// The signal a record's lines ("P <pid>", "S <signal>") say the exec died from, given the
+// engine's exit code `code`; 0 when none (no record, a normal exit, or a record that does not
+// agree with `code`).
+int SignalFromRecord(const std::string& record, int64_t code);
+
 // Removes the record of a wrapped exec whose tree was killed without its exit code being read
 // (a timeout, a failed stream), so /dev/shm does not fill up with them. Best effort.
 void DiscardExecRecord(docker::Client& client, const ExecTree& tree);

@@ -89,6 +89,19 @@ TEST(ExecWrapper, WrapsTheCommandOnlyWhenTheContainerHasIt) {
   EXPECT_EQ(ExecRecordPath("abc123"), "/dev/shm/.sandrun-exec-abc123");
 }
 
+TEST(ExecWrapper, TheRecordCountsOnlyWhereItAgreesWithTheEnginesExitCode) {
+  EXPECT_EQ(SignalFromRecord("P 7\nS 11\n", 139), 11) << "the child died from SIGSEGV";
+  EXPECT_EQ(SignalFromRecord("P 7\n", 137), 9) << "the wrapper itself was killed";
+  EXPECT_EQ(SignalFromRecord("", 139), 0) << "no record: `exit 139`";
+  EXPECT_EQ(SignalFromRecord("P 7\nS 9\n", 139), 0) << "a record the exit code contradicts";
+  EXPECT_EQ(SignalFromRecord("P 7\nS 11\n", 11), 0) << "not a 128+N code";
+  EXPECT_EQ(SignalFromRecord("P 7\nS 11\n", 255), 0);
+  for (const char* junk : {"S 11\n", "P x\nS 11\n", "P 7 S 11", "P -7\nS 11\n", "P 7\nS 11x\n",
+                           "P 99999999999999\nS 11\n"}) {
+    EXPECT_EQ(SignalFromRecord(junk, 139), 0) << junk;
+  }
+}
+
 TEST(ExecWrapper, TheAdoptionKeyCarriesWhetherTheExecIsWrapped) {
   ExecTree tree;
   tree.container = "c1";
