@@ -104,6 +104,13 @@ int main(int argc, char** argv) {
   sigaddset(&forwarded, SIGHUP);
   sigaddset(&forwarded, SIGTERM);
   sigprocmask(SIG_BLOCK, &forwarded, &original);
+  // An ignored SIGCHLD (inherited) would reap the child unseen: the wrapper must wait for it.
+  // The child gets the disposition it was given back.
+  struct sigaction chld_default {
+  }, chld_given{};
+  chld_default.sa_handler = SIG_DFL;
+  sigemptyset(&chld_default.sa_mask);
+  sigaction(SIGCHLD, &chld_default, &chld_given);
   const pid_t child = fork();
   if (child < 0) {
     static const char failed[] = "sandrun-exec: fork failed\n";
@@ -112,6 +119,7 @@ int main(int argc, char** argv) {
     return 126;
   }
   if (child == 0) {
+    sigaction(SIGCHLD, &chld_given, nullptr);
     sigprocmask(SIG_SETMASK, &original, nullptr);
     execv(argv[1], argv + 1);
     _exit(errno == ENOENT ? 127 : 126);
