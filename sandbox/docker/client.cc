@@ -1,7 +1,6 @@
 #include "sandbox/docker/client.h"
 
 #include <algorithm>
-#include <csignal>
 #include <cstring>
 #include <sstream>
 #include <thread>
@@ -35,25 +34,6 @@ class LineSplitter {
  private:
   std::string pending_;
 };
-
-// Runs inside the container as `sh -c SCRIPT sandrun-kill SIGNAL PID`: stops the process and
-// all its descendants (found through /proc/<pid>/stat's ppid field, so children that left the
-// process group are found too), signals them all, then lets them run to receive it. Plain POSIX
-// sh, so it works with busybox and dash alike.
-constexpr char kKillTreeScript[] = R"sh(sig=$1; top=$2
-desc() {
-  for f in /proc/[0-9]*/stat; do
-    IFS= read -r line < "$f" 2>/dev/null || continue
-    rest=${line##*) }; ppid=${rest#* }; ppid=${ppid%% *}
-    if [ "$ppid" = "$1" ]; then p=${f#/proc/}; p=${p%/stat}; echo "$p"; desc "$p"; fi
-  done
-}
-pids="$top $(desc "$top")"
-kill -STOP $pids 2>/dev/null
-kill -"$sig" -- -"$top" 2>/dev/null
-kill -"$sig" $pids 2>/dev/null
-kill -CONT $pids 2>/dev/null
-exit 0)sh";
 
 }  // namespace
 
@@ -435,18 +415,6 @@ Result<int64_t> Client::RunExec(const std::string& container, const ExecSpec& sp
   SANDRUN_ASSIGN_OR_RETURN(std::string exec_id, CreateExec(container, s, options));
   SANDRUN_RETURN_IF_ERROR(StartExec(exec_id, s.tty, sink, options));
   return WaitExecExit(exec_id, options);
-}
-
-Status Client::KillExec(const std::string& exec_id, int signal, const CallOptions& options) {
-  SANDRUN_ASSIGN_OR_RETURN(ExecInfo info, InspectExec(exec_id, options));
-  if (!info.running || info.pid <= 0) return Ok();  // nothing left to kill
-  SANDRUN_ASSIGN_OR_RETURN(long pid, InContainerPid(info.pid));
-  ExecSpec killer;
-  killer.cmd = {"/bin/sh",          "-c", kKillTreeScript, "sandrun-kill", std::to_string(signal),
-                std::to_string(pid)};
-  SANDRUN_ASSIGN_OR_RETURN(int64_t code, RunExec(info.container_id, killer, nullptr, options));
-  (void)code;
-  return Ok();
 }
 
 }  // namespace sandrun::docker

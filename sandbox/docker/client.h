@@ -133,11 +133,6 @@ class Client {
   // Create + start + wait: runs one command, streaming its output; returns the exit code.
   Result<int64_t> RunExec(const std::string& container, const ExecSpec& spec,
                           const OutputSink& sink, const CallOptions& options = {});
-  // Sends `signal` to an exec's process, its process group and all its descendants inside the
-  // container, if it still runs. Needs the engine's host /proc (a local engine) to map the exec's
-  // pid, and misses what left the exec's lineage (a double fork); the sandbox executor kills
-  // whole trees with KillContainerExecTree (sandbox/executors/docker/container_kill.h).
-  Status KillExec(const std::string& exec_id, int signal, const CallOptions& options = {});
 
  private:
   Result<HttpResponse> Call(const std::string& method, const std::string& path, std::string body,

@@ -243,5 +243,46 @@ TEST_F(SandboxExec, SandboxListShowsTheScopeContainer) {
   EXPECT_EQ(ContainerCount(), 1u) << "a container just used is not idle";
 }
 
+// The engine reports a signal death only as exit code 128+N; the exec wrapper says which it
+// was. (Before: "completed", exit code 139, no signal.)
+TEST_F(SandboxExec, SignalDeathIsFailedAbortedBySignalLikeOnTheGateway) {
+  auto json = Exec({"--json"}, "echo before; kill -SEGV $$");
+  auto doc = Parsed(json.out);
+  EXPECT_EQ(Details(doc, "status"), "failed") << json.out;
+  EXPECT_EQ(Details(doc, "signal"), "SIGSEGV") << json.out;
+  EXPECT_NE(JsonString(*JsonMember(doc, "content")->Begin(), "text")
+                .find("Command aborted by signal SIGSEGV"),
+            std::string::npos)
+      << json.out;
+  auto plain = Exec({}, "echo before; kill -SEGV $$");
+  EXPECT_EQ(plain.exit_code, 128 + 11) << "the CLI exits 128+N";
+  EXPECT_EQ(plain.out, "before\n");
+  EXPECT_NE(plain.err.find("Command aborted by signal SIGSEGV"), std::string::npos) << plain.err;
+}
+
+TEST_F(SandboxExec, ExitCode139StaysAnExitCode) {
+  auto json = Exec({"--json"}, "exit 139");
+  auto doc = Parsed(json.out);
+  EXPECT_EQ(Details(doc, "status"), "completed") << json.out;
+  EXPECT_EQ(JsonInt(*JsonMember(doc, "details"), "exitCode"), 139) << json.out;
+  EXPECT_EQ(json.out.find("signal"), std::string::npos) << json.out;
+  auto plain = Exec({}, "exit 139");
+  EXPECT_EQ(plain.exit_code, 139);
+  EXPECT_EQ(plain.err.find("signal"), std::string::npos) << plain.err;
+  // `exec prog` replaces the shell: the wrapper still sees how it ended.
+  auto replaced = Exec({"--json"}, "exec sh -c 'kill -TERM $$'");
+  EXPECT_EQ(Details(Parsed(replaced.out), "signal"), "SIGTERM") << replaced.out;
+}
+
+TEST_F(SandboxExec, ExecRecordsAreRemovedOnceRead) {
+  ASSERT_EQ(Exec({}, "kill -KILL $$").exit_code, 128 + 9);
+  ASSERT_EQ(Exec({}, "exit 130").exit_code, 130);
+  ASSERT_EQ(Exec({}, "true").exit_code, 0);
+  ASSERT_EQ(Exec({"--timeout", "1"}, "sleep 30").exit_code, 124) << "timed out";
+  // Only the listing exec's own record is left.
+  auto r = Exec({}, "ls -A /dev/shm | grep -c '^.sandrun-exec-'");
+  EXPECT_EQ(r.out, "1\n") << r.err;
+}
+
 }  // namespace
 }  // namespace sandrun::testing

@@ -229,6 +229,48 @@ TEST_F(Serve, EventsStreamReportsFinishedSessions) {
   EXPECT_NE(got.find("event-tail"), std::string::npos) << got;
 }
 
+// A background sandbox session that died from a signal says so in its poll and its event, as
+// on the gateway; ^C in a PTY session reaches the command through the exec wrapper.
+// (Before: "Process exited with code 139." / 130, status completed.)
+TEST_F(Serve, SandboxSessionsEndedBySignalsSaySo) {
+  int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::string path = home_ + "/sandrun.sock";
+  path.copy(addr.sun_path, sizeof addr.sun_path - 1);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  std::string req = "GET /v1/events HTTP/1.1\r\nHost: x\r\n\r\n";
+  ASSERT_EQ(write(fd, req.data(), req.size()), static_cast<ssize_t>(req.size()));
+  std::string id = Background({}, "echo segv-tail; kill -SEGV $$");
+  auto done = PollUntilDone(id);
+  EXPECT_EQ(Details(done, "status"), "failed") << ToJson(done);
+  EXPECT_EQ(Details(done, "exitSignal"), "SIGSEGV") << ToJson(done);
+  EXPECT_NE(Text(done).find("Command aborted by signal SIGSEGV"), std::string::npos) << Text(done);
+  std::string got;
+  char buf[4096];
+  timeval tv{10, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  while (got.find("segv-tail") == std::string::npos) {
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n <= 0) break;
+    got.append(buf, static_cast<size_t>(n));
+  }
+  close(fd);
+  EXPECT_NE(got.find("Exec failed (" + id.substr(0, 8) +
+                     ", signal SIGSEGV) :: Command aborted "
+                     "by signal SIGSEGV"),
+            std::string::npos)
+      << got;
+
+  std::string pty = Background({"--pty"}, "echo ready; sleep 300");
+  WaitForOutput(pty, "ready");
+  Process({"send-keys", "--session-id", pty, "--keys", "C-c"});
+  auto interrupted = PollUntilDone(pty);
+  EXPECT_EQ(Details(interrupted, "exitSignal"), "SIGINT") << ToJson(interrupted);
+  EXPECT_NE(Text(interrupted).find("Command aborted by signal SIGINT"), std::string::npos)
+      << Text(interrupted);
+}
+
 TEST(ProcessWithoutServer, IsRefusedWithAClearError) {
   char templ[] = "/tmp/sandrun-noserver-XXXXXX";
   ASSERT_NE(mkdtemp(templ), nullptr);

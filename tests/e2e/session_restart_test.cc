@@ -45,11 +45,12 @@ class SessionRestart : public SandrunHome {
     }
     return false;
   }
-  // How many processes in the sandbox run `sleep 300` (the pattern does not match itself).
+  // How many processes in the sandbox run `sleep 300` (the pattern matches neither itself nor the
+  // shell or exec wrapper whose command line holds the script).
   std::string SleepersInTheSandbox() {
     auto r = Exec({},
                   "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline; echo; done | "
-                  "grep -c 'sleep 3[0]0'");
+                  "grep -c '^sleep 3[0]0'");
     std::string out = r.out;
     while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
     return out;
@@ -146,7 +147,7 @@ TEST_F(SessionRestart, AForgedAdoptionKeyAdoptsAndKillsNothing) {
     std::ifstream in(meta);
     text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   }
-  auto at = text.find("sandrun-exec-v1|");
+  auto at = text.find("sandrun-exec-v2|");
   ASSERT_NE(at, std::string::npos) << text;
   auto exec_at = text.find('|', text.find('|', at) + 1) + 1;
   text[exec_at] = text[exec_at] == 'a' ? 'b' : 'a';
@@ -157,6 +158,25 @@ TEST_F(SessionRestart, AForgedAdoptionKeyAdoptsAndKillsNothing) {
   EXPECT_EQ(SleepersInTheSandbox(), "1") << "a forged key killed something";
   // Clean up what the test left running in the container.
   Exec({}, "pkill -f 'sleep 3[0]0' || kill $(pidof sleep) 2>/dev/null; true");
+}
+
+// A re-adopted exec's end is read from the engine's exit code and the exec wrapper's record:
+// a signal death after the restart is a signal death. (Before: "exited with code 139".)
+TEST_F(SessionRestart, AReadoptedSessionThatDiesFromASignalSaysSo) {
+  StartServer();
+  auto r = Exec({"--background", "--json"},
+                "touch /workspace/started; while [ ! -e /workspace/go ]; do sleep 0.05; done; "
+                "kill -SEGV $$");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  std::string id = Details(Parsed(r.out), "sessionId");
+  ASSERT_TRUE(WaitForFile(workspace_ + "/started"));
+  CrashServer();
+  StartServer();
+  ASSERT_EQ(Details(Process({"poll", "--session-id", id}), "status"), "running");
+  std::ofstream(workspace_ + "/go") << "";
+  auto done = PollUntilDone(id);
+  EXPECT_EQ(Details(done, "status"), "failed") << ToJson(done);
+  EXPECT_EQ(Details(done, "exitSignal"), "SIGSEGV") << ToJson(done);
 }
 
 }  // namespace

@@ -23,7 +23,9 @@
 #include <string>
 #include <thread>
 
+#include "sandbox/docker/transport.h"
 #include "sandbox/executors/docker/docker_executor.h"
+#include "tests/integration/tcp_proxy.h"
 #include "tests/support/docker_env.h"
 
 namespace sandrun::testing {
@@ -59,7 +61,37 @@ class ContainerTreeTest : public ::testing::Test {
     spec_.user = "65534:65534";
     spec_.pids_limit = 256;
     spec_.state_dir = state_dir_;
-    executor_ = std::make_shared<exec::DockerExecutor>(client_);
+    executor_ = std::make_shared<exec::DockerExecutor>(client_, Wrapper());
+  }
+
+  static exec::ExecWrapper Wrapper() {
+    exec::ExecWrapper w = exec::CheckExecWrapper(SANDRUN_EXEC_WRAPPER);
+    EXPECT_TRUE(w.usable()) << w.reason;
+    return w;
+  }
+
+  // A client of the engine through `proxy`: a tcp:// endpoint (null on failure).
+  static std::shared_ptr<docker::Client> TcpClient(const TcpProxy& proxy) {
+    EXPECT_NE(proxy.port(), 0);
+    auto endpoint =
+        docker::ParseEndpoint("tcp://127.0.0.1:" + std::to_string(proxy.port()), "", "");
+    EXPECT_TRUE(endpoint) << endpoint.error().ToString();
+    if (!endpoint) return nullptr;
+    auto transport = docker::CurlTransport::Create(*endpoint);
+    EXPECT_TRUE(transport) << transport.error().ToString();
+    if (!transport) return nullptr;
+    return std::make_shared<docker::Client>(
+        std::shared_ptr<docker::Transport>(std::move(transport).value()));
+  }
+
+  // Waits up to 20 s until a process runs `args`.
+  bool Runs(const std::string& args) {
+    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (Count(args) == 0) {
+      if (std::chrono::steady_clock::now() > until) return false;
+      std::this_thread::sleep_for(milliseconds(50));
+    }
+    return true;
   }
 
   void TearDown() override {
@@ -195,7 +227,8 @@ TEST_F(ContainerTreeTest, AnotherActiveExecIsLeftAloneAndItsKillTakesItsWholeTre
   // (Before: only the exec's own process and its descendants; sleep 305 survived.)
   ASSERT_TRUE((*bg)->Kill(SIGKILL));
   ExecOutcome killed = (*bg)->Wait();
-  EXPECT_EQ(killed.exit_code, 128 + SIGKILL) << "the engine reports a killed exec's 137";
+  EXPECT_EQ(killed.status, ExecOutcome::Status::kSignaled) << "the wrapper's record says so";
+  EXPECT_EQ(killed.signal, SIGKILL);
   for (const char* gone : {"sleep 305", "sleep 306", "sleep 307"}) {
     EXPECT_TRUE(Gone(gone)) << gone << "\n" << Ps();
   }
@@ -249,6 +282,60 @@ TEST_F(ContainerTreeTest, TheKillerWorksWithDashAndGnuGrepToo) {
   ASSERT_TRUE((*bg)->Kill(SIGKILL));
   (*bg)->Wait();
   EXPECT_TRUE(Gone("sleep 314")) << Ps();
+}
+
+// A tcp:// engine (a loopback proxy to the local socket): the runner has no host pid it could
+// map, so the exec's own process is known only from the exec wrapper's record in the container.
+// Another exec is active (no sweep by start time): the exec's shell replaced itself by a process
+// without the marker (`exec env -i`), its child too, and a setsid double fork kept the marker.
+// (Without the wrapper: sleep 341 and 342 survived.)
+TEST_F(ContainerTreeTest, OverATcpEngineTheTreeIsKilledThroughTheWrappersPid) {
+  TcpProxy proxy;
+  auto tcp = TcpClient(proxy);
+  ASSERT_TRUE(tcp);
+  ASSERT_EQ(tcp->endpoint().kind, docker::Endpoint::Kind::kTcp);
+  auto remote = std::make_shared<exec::DockerExecutor>(tcp, Wrapper());
+
+  auto bg = remote->Start(Plan("exec sleep 340", 0), nullptr);
+  ASSERT_TRUE(bg) << bg.error().ToString();
+  ASSERT_TRUE(Runs("sleep 340")) << Ps();
+  auto run = remote->Run(Plan(StartThen("(setsid sleep 343 &)", {"sleep 343"},
+                                        "exec env -i /bin/sh -c 'sleep 341 & exec sleep 342'"),
+                              1500),
+                         nullptr, nullptr);
+  ASSERT_TRUE(run) << run.error().ToString();
+  EXPECT_EQ(run->status, ExecOutcome::Status::kTimedOut) << run->aggregated;
+  for (const char* gone : {"sleep 341", "sleep 342", "sleep 343"}) {
+    EXPECT_TRUE(Gone(gone)) << gone << "\n" << Ps();
+  }
+  EXPECT_EQ(Count("sleep 340"), 1u) << "the other exec's\n" << Ps();
+  // `process kill` over tcp: SIGTERM reaches the command (not the wrapper, which would forward
+  // it a second time), and the wrapper reports the signal.
+  ASSERT_TRUE((*bg)->Kill(SIGTERM));
+  ExecOutcome killed = (*bg)->Wait();
+  EXPECT_EQ(killed.status, ExecOutcome::Status::kSignaled) << killed.aggregated;
+  EXPECT_EQ(killed.signal, SIGTERM);
+  EXPECT_TRUE(Gone("sleep 340")) << Ps();
+}
+
+// Without the wrapper (a remote engine, where nothing can be bind-mounted from here) the exit
+// code is all there is, and the killer still takes the tree by its marker and start time.
+TEST_F(ContainerTreeTest, OverATcpEngineWithoutTheWrapperSignalsStayExitCodes) {
+  TcpProxy proxy;
+  auto tcp = TcpClient(proxy);
+  ASSERT_TRUE(tcp);
+  auto remote = std::make_shared<exec::DockerExecutor>(tcp);
+  EXPECT_FALSE(remote->pool().exec_wrapper().usable()) << "a tcp engine gets no bind from here";
+
+  auto o = remote->Run(Plan("kill -SEGV $$", 10000), nullptr, nullptr);
+  ASSERT_TRUE(o) << o.error().ToString();
+  EXPECT_EQ(o->status, ExecOutcome::Status::kExited);
+  EXPECT_EQ(o->exit_code, 128 + 11);
+  o = remote->Run(Plan(StartThen("(setsid sleep 344 &)", {"sleep 344"}, "sleep 100"), 1000),
+                  nullptr, nullptr);
+  ASSERT_TRUE(o) << o.error().ToString();
+  EXPECT_EQ(o->status, ExecOutcome::Status::kTimedOut);
+  EXPECT_TRUE(Gone("sleep 344")) << Ps();
 }
 
 }  // namespace

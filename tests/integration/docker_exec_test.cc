@@ -1,6 +1,7 @@
 // Exec streams against the real dockerd: demuxing, large output, exit codes, stdin, TTY,
-// killing, deadlines.
+// killing (the sandbox's in-container tree killer), deadlines.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <atomic>
 #include <condition_variable>
@@ -8,12 +9,29 @@
 #include <mutex>
 #include <thread>
 
+#include "sandbox/executors/docker/container_kill.h"
 #include "tests/integration/docker_fixture.h"
 
 namespace sandrun::testing {
 namespace {
 
 using DockerExec = DockerContainerTest;
+
+// An exec marked for the in-container tree killer (container_kill.h): `spec` gets the marker,
+// the returned tree is completed by Created().
+exec::ExecTree Marked(const std::string& container, docker::ExecSpec& spec) {
+  auto tree = exec::MarkExec(spec);
+  EXPECT_TRUE(tree) << tree.error().ToString();
+  exec::ExecTree t = tree ? std::move(tree).value() : exec::ExecTree{};
+  t.container = container;
+  return t;
+}
+
+// SIGKILL to the exec's whole tree, inside the container: no host /proc needed.
+Status KillTree(docker::Client& client, exec::ExecTree tree, const std::string& exec_id) {
+  tree.exec_id = exec_id;
+  return exec::KillContainerExecTree(client, tree, SIGKILL, 0);
+}
 
 // Peak resident set of this process, in KiB (VmHWM).
 long PeakRssKib() {
@@ -112,6 +130,7 @@ TEST_F(DockerExec, TtyExecSeesItsSizeAndResizes) {
   spec.tty = true;
   spec.attach_stdin = true;
   spec.console_size = std::make_pair(30u, 100u);
+  exec::ExecTree tree = Marked(id_, spec);
   auto exec_id = client_->CreateExec(id_, spec);
   ASSERT_TRUE(exec_id) << exec_id.error().ToString();
   auto stream = client_->AttachExec(*exec_id, spec);
@@ -135,7 +154,7 @@ TEST_F(DockerExec, TtyExecSeesItsSizeAndResizes) {
     std::unique_lock<std::mutex> lock(mu);
     bool sized = cv.wait_for(lock, std::chrono::seconds(10),
                              [&] { return screen.find("30 100") != std::string::npos; });
-    if (!sized) (void)client_->KillExec(*exec_id, 9);
+    if (!sized) (void)KillTree(*client_, tree, *exec_id);
     lock.unlock();
     if (!sized) reader.join();
     ASSERT_TRUE(sized) << screen;
@@ -152,8 +171,9 @@ TEST_F(DockerExec, TtyExecSeesItsSizeAndResizes) {
 }
 
 TEST_F(DockerExec, KilledMidStream) {
-  auto exec_id = client_->CreateExec(
-      id_, Shell("i=0; while true; do echo tick $i; i=$((i+1)); sleep 0.05; done"));
+  docker::ExecSpec spec = Shell("i=0; while true; do echo tick $i; i=$((i+1)); sleep 0.05; done");
+  exec::ExecTree tree = Marked(id_, spec);
+  auto exec_id = client_->CreateExec(id_, spec);
   ASSERT_TRUE(exec_id);
   std::atomic<int> ticks{0};
   Status streamed = Ok();
@@ -167,7 +187,7 @@ TEST_F(DockerExec, KilledMidStream) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   ASSERT_GE(ticks.load(), 3);
-  auto killed = client_->KillExec(*exec_id, 9);
+  auto killed = KillTree(*client_, tree, *exec_id);
   ASSERT_TRUE(killed) << killed.error().ToString();
   runner.join();
   EXPECT_TRUE(streamed) << streamed.error().ToString();
@@ -182,7 +202,9 @@ TEST_F(DockerExec, KilledMidStream) {
 }
 
 TEST_F(DockerExec, DeadlineEndsAStreamThatWouldRunLong) {
-  auto exec_id = client_->CreateExec(id_, Shell("sleep 30"));
+  docker::ExecSpec spec = Shell("sleep 30");
+  exec::ExecTree tree = Marked(id_, spec);
+  auto exec_id = client_->CreateExec(id_, spec);
   ASSERT_TRUE(exec_id);
   auto start = std::chrono::steady_clock::now();
   auto streamed = client_->StartExec(*exec_id, false, nullptr,
@@ -190,7 +212,7 @@ TEST_F(DockerExec, DeadlineEndsAStreamThatWouldRunLong) {
   ASSERT_FALSE(streamed);
   EXPECT_EQ(streamed.error().code, sandrun::ErrorCode::kTimeout);
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(3));
-  ASSERT_TRUE(client_->KillExec(*exec_id, 9));
+  ASSERT_TRUE(KillTree(*client_, tree, *exec_id));
 }
 
 TEST_F(DockerExec, ConcurrentExecsLoseNoOutput) {

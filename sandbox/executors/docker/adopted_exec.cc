@@ -9,10 +9,14 @@
 #include <thread>
 #include <vector>
 
+#include "sandbox/executors/docker/exec_wrapper.h"
+
 namespace sandrun::exec {
 namespace {
 
-constexpr char kKeyVersion[] = "sandrun-exec-v1";
+// v2 adds whether the exec is wrapped (exec_wrapper.h); v1 keys (an older server's) are not.
+constexpr char kKeyVersion[] = "sandrun-exec-v2";
+constexpr char kKeyVersionV1[] = "sandrun-exec-v1";
 constexpr auto kPollInterval = std::chrono::milliseconds(200);
 constexpr int64_t kTimeoutGraceMs = 3000;
 
@@ -96,14 +100,13 @@ class AdoptedExec final : public RunningProcess {
     for (;;) {
       auto info = client_->InspectExec(tree_.exec_id);
       if (!info || !info->running) {
-        if (info && info->exit_code) {
-          outcome.status = ExecOutcome::Status::kExited;
-          outcome.exit_code = static_cast<int>(*info->exit_code);
-        }
+        if (info && info->exit_code) EndFromExitCode(*client_, tree_, *info->exit_code, &outcome);
         break;
       }
       if (deadline_ && std::chrono::steady_clock::now() >= *deadline_) {
-        (void)KillContainerExecTree(*client_, tree_, SIGTERM, kTimeoutGraceMs);
+        if (KillContainerExecTree(*client_, tree_, SIGTERM, kTimeoutGraceMs)) {
+          DiscardExecRecord(*client_, tree_);
+        }
         outcome.status = ExecOutcome::Status::kTimedOut;
         break;
       }
@@ -141,13 +144,14 @@ std::string ExecAdoptionKey(const ExecTree& tree) {
       std::chrono::duration_cast<std::chrono::nanoseconds>(tree.created_at.time_since_epoch())
           .count();
   return std::string(kKeyVersion) + "|" + tree.container + "|" + tree.exec_id + "|" + tree.token +
-         "|" + tree.user + "|" + std::to_string(created_ns);
+         "|" + tree.user + "|" + std::to_string(created_ns) + "|" + (tree.wrapped ? "1" : "0");
 }
 
 Result<ExecTree> ParseExecAdoptionKey(const std::string& key) {
   auto bad = [] { return Error(ErrorCode::kInvalidArgument, "not a sandbox exec adoption key"); };
   std::vector<std::string> f = SplitBar(key);
-  if (f.size() != 6 || f[0] != kKeyVersion) return bad();
+  const bool v2 = f.size() == 7 && f[0] == kKeyVersion && (f[6] == "0" || f[6] == "1");
+  if (!v2 && !(f.size() == 6 && f[0] == kKeyVersionV1)) return bad();
   if (!CleanField(f[1], false) || !CleanField(f[2], false) || !CleanField(f[3], false) ||
       !CleanField(f[4], true) || f[5].empty() || f[5].size() > 19) {
     return bad();
@@ -160,6 +164,7 @@ Result<ExecTree> ParseExecAdoptionKey(const std::string& key) {
   tree.exec_id = f[2];
   tree.token = f[3];
   tree.user = f[4];
+  tree.wrapped = v2 && f[6] == "1";
   tree.created_at =
       Deadline::Clock::time_point(std::chrono::duration_cast<Deadline::Clock::duration>(
           std::chrono::nanoseconds(std::stoll(f[5]))));

@@ -19,7 +19,8 @@
 
 namespace sandrun::exec {
 
-// "sandrun-exec-v1|<container>|<exec id>|<token>|<user>|<created at, monotonic ns>".
+// "sandrun-exec-v2|<container>|<exec id>|<token>|<user>|<created at, monotonic ns>|<wrapped:
+// 0|1>" (a v1 key, an older server's, lacks the last field: not wrapped).
 std::string ExecAdoptionKey(const ExecTree& tree);
 // kInvalidArgument for anything that is not such a key (every field checked).
 Result<ExecTree> ParseExecAdoptionKey(const std::string& key);

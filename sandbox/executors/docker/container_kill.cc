@@ -6,21 +6,30 @@
 #include <chrono>
 #include <utility>
 
+#include "sandbox/executors/docker/exec_wrapper.h"
 #include "sandbox/os/proc_table.h"
 
 namespace sandrun::exec {
 namespace {
 
 // Runs inside the container as
-//   sh -c SCRIPT sandrun-kill SIGNAL GRACE_MS MARKER HINT_PID ELAPSED_MS
-// (MARKER is the whole environment entry, "SANDRUN_EXEC_TOKEN=<token>")
+//   sh -c SCRIPT sandrun-kill SIGNAL GRACE_MS MARKER HINT_PID ELAPSED_MS RECORD
+// (MARKER is the whole environment entry, "SANDRUN_EXEC_TOKEN=<token>"; RECORD the exec
+// wrapper's record, whose "P <pid>" first line names the exec's own process, or "")
 // (see container_kill.h for what it takes and spares). Plain POSIX sh with builtins only in the
 // loops (read, kill, eval), so it works with busybox ash and dash alike; grep -z finds the
 // marker, one grep per scan. The process table is kept in variables named by pid (pp_<pid>
 // parent, sd_<pid> session, st_<pid> state, t_<pid> start ticks, g_<pid> the scan that saw it);
 // every name that goes through eval is built from digits only.
-constexpr char kKillerScript[] = R"sh(sig=$1 grace=$2 marker=$3 hint=$4 elapsed=$5
-me=$$ gen=0 c1=
+constexpr char kKillerScript[] = R"sh(sig=$1 grace=$2 marker=$3 hint=$4 elapsed=$5 rec=$6
+me=$$ gen=0 c1= wrapper=
+# The record is the exec's own (its user can rewrite it): a pid named there is taken only if it
+# is an exec's own process (parent outside the container), of this user (kill can reach no
+# other), which that user could signal itself anyway.
+if [ -n "$rec" ] && [ -f "$rec" ] && [ ! -L "$rec" ]; then
+  { IFS=' ' read -r tag pid; } 2>/dev/null < "$rec"
+  [ "$tag" != P ] || case $pid in ''|*[!0-9]*) ;; *) hint=$pid wrapper=$pid ;; esac
+fi
 read -r c1 < /proc/1/comm
 # Ticks since boot (USER_HZ = 100, as /proc/<pid>/stat counts them) from /proc/uptime's "s.cc".
 now() { read -r up rest < /proc/uptime; t=$(( ${up%.*} * 100 + 1${up#*.} - 100 )); }
@@ -90,7 +99,9 @@ compute() {
 now; from=$(( t - elapsed / 10 - 50 ))
 if [ "$sig" != 9 ]; then
   compute; [ -n "$set_list" ] || exit 0
-  kill -"$sig" $set_list 2>/dev/null
+  targets=
+  for p in $set_list; do [ "$p" = "$wrapper" ] || targets="$targets $p"; done
+  [ -z "$targets" ] || kill -"$sig" $targets 2>/dev/null
   [ "$grace" -gt 0 ] || exit 0
   now; end=$(( t + grace / 10 ))
   while :; do
@@ -138,11 +149,13 @@ Status KillContainerExecTree(docker::Client& client, const ExecTree& tree, int s
                              int64_t grace_ms) {
   grace_ms = std::max<int64_t>(grace_ms, 0);
   CallOptions opts{Deadline::After(std::chrono::milliseconds(grace_ms) + kKillerSlack), nullptr};
-  // The exec's own process by pid, when the engine is local (a unix socket: its host pids are
-  // ours) and the exec still runs: it then counts even if it removed the marker from its
+  // The exec's own process by pid: it then counts even if it removed the marker from its
   // environment. The killer takes it only if it is an exec's own process in that container.
+  // A wrapped exec's record names it inside the container; without the wrapper, the engine's
+  // host pid is mapped when the engine is local (a unix socket: its host pids are ours) and the
+  // exec still runs.
   int64_t hint = 0;
-  if (client.endpoint().kind == docker::Endpoint::Kind::kUnix) {
+  if (!tree.wrapped && client.endpoint().kind == docker::Endpoint::Kind::kUnix) {
     auto info = client.InspectExec(tree.exec_id, opts);
     if (info && info->running && info->pid > 0) {
       if (auto pid = docker::InContainerPid(info->pid)) hint = *pid;
@@ -160,7 +173,8 @@ Status KillContainerExecTree(docker::Client& client, const ExecTree& tree, int s
                 std::to_string(grace_ms),
                 tree.token.empty() ? std::string() : std::string(kTreeTokenEnv) + "=" + tree.token,
                 std::to_string(hint),
-                std::to_string(std::max<int64_t>(elapsed, 0))};
+                std::to_string(std::max<int64_t>(elapsed, 0)),
+                tree.wrapped && !tree.token.empty() ? ExecRecordPath(tree.token) : std::string()};
   killer.user = tree.user;
   std::string output;
   auto code = client.RunExec(

@@ -14,7 +14,9 @@
 // short killer exec (POSIX sh, busybox or dash) as the exec's own user (the container has no
 // CAP_KILL). The killer reads the container's /proc and takes:
 // - every process whose environment carries the exec's marker, the exec's own process (found by
-//   the marker, or by its pid when the engine is local and reports it), and, repeatedly, the
+//   the marker, or by its pid: the exec wrapper's record in the container says it, see
+//   exec_wrapper.h; without the wrapper, the engine's host pid mapped through /proc when the
+//   engine is local), and, repeatedly, the
 //   children of those and the members of every session they are in (an exec's process is a
 //   session leader, so its session holds everything that did not call setsid);
 // - when no other exec is active in the container (no other process whose parent is outside the
@@ -25,7 +27,9 @@
 //   command's daemons) are not touched.
 // Never: the container's init (pid 1), its keeper (`sleep infinity`: the earliest-started child
 // of pid 1, so a later process that disguises itself as the keeper is not spared), the killer
-// itself, and other active execs' own processes. SIGKILL first stops every process it takes
+// itself, and other active execs' own processes. A signal other than SIGKILL is not sent to the
+// exec wrapper (it forwards SIGTERM and SIGHUP to its child, which gets the signal already).
+// SIGKILL first stops every process it takes
 // (SIGSTOP, repeated until none is left running, so a fork bomb cannot outrun it), then kills.
 //
 // What still escapes, only while another exec is active in the same container: a process that
@@ -54,6 +58,7 @@ struct ExecTree {
   std::string token;  // the value of kTreeTokenEnv in the exec's environment
   std::string user;   // the exec's user ("" = the container's): the killer runs as it
   Deadline::Clock::time_point created_at{};  // taken just before the exec was created
+  bool wrapped = false;  // the exec's process is the exec wrapper (exec_wrapper.h)
 };
 
 // Puts a fresh marker into `spec.env` (dropping any entry of that name the caller had: the

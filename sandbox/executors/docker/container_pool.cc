@@ -136,16 +136,32 @@ std::string ReachHash(const SandboxSpec& spec) {
   return Sha256Hex(text);
 }
 
-std::string ConfigHash(const SandboxSpec& spec) {
-  // The create request without the creation time, plus the one-time setup command.
+std::string ConfigHash(const SandboxSpec& spec, bool exec_wrapper) {
+  // The create request without the creation time, plus the one-time setup command. The
+  // wrapper's host path is left out: another build of the same version does the same.
   std::string canonical = docker::BuildContainerCreateBody(BuildContainerSpec(spec, 0));
-  return Sha256Hex("sandrun-sandbox-v2\n" + canonical + "\n" + spec.setup_command).substr(0, 32);
+  std::string wrapper =
+      exec_wrapper ? std::string("\nexecWrapper=") + kExecWrapperVersion : std::string();
+  return Sha256Hex("sandrun-sandbox-v2\n" + canonical + "\n" + spec.setup_command + wrapper)
+      .substr(0, 32);
 }
 
-ContainerPool::ContainerPool(std::shared_ptr<docker::Client> client)
+namespace {
+
+bool HasExecWrapper(const std::map<std::string, std::string>& labels) {
+  auto it = labels.find(kExecWrapperLabel);
+  return it != labels.end() && it->second == kExecWrapperVersion;
+}
+
+}  // namespace
+
+ContainerPool::ContainerPool(std::shared_ptr<docker::Client> client,
+                             std::optional<ExecWrapper> exec_wrapper)
     : client_(std::move(client)),
-      mount_support_(
-          DetectMountSupport(client_->endpoint().kind == docker::Endpoint::Kind::kUnix)) {}
+      mount_support_(DetectMountSupport(client_->endpoint().kind == docker::Endpoint::Kind::kUnix)),
+      exec_wrapper_(exec_wrapper ? std::move(*exec_wrapper)
+                                 : FindExecWrapper(client_->endpoint().kind ==
+                                                   docker::Endpoint::Kind::kUnix)) {}
 
 Result<EnsuredContainer> ContainerPool::CreateAndStart(const SandboxSpec& spec,
                                                        const std::string& name) {
@@ -156,7 +172,8 @@ Result<EnsuredContainer> ContainerPool::CreateAndStart(const SandboxSpec& spec,
                      spec.seccomp_profile_name + "\"), nothing was run");
   }
   int64_t now = NowMs();
-  const std::string hash = ConfigHash(spec);
+  const bool wrapped = exec_wrapper_.usable();
+  const std::string hash = ConfigHash(spec, wrapped);
   const std::string reach = ReachHash(spec);
   std::string id;
   {
@@ -168,6 +185,12 @@ Result<EnsuredContainer> ContainerPool::CreateAndStart(const SandboxSpec& spec,
     docker::ContainerSpec create = BuildContainerSpec(spec, now, staged->mounts());
     create.labels[kConfigHashLabel] = hash;
     create.labels[kReachHashLabel] = reach;
+    if (wrapped) {
+      // Read-only, a file the runner trusts (FindExecWrapper); it reaches nothing: not part of
+      // the reach hash.
+      create.host.mounts.push_back(WrapperMount(exec_wrapper_));
+      create.labels[kExecWrapperLabel] = kExecWrapperVersion;
+    }
     auto created = client_->CreateContainer(name, create);
     if (!created) {
       Error e = std::move(created).error();
@@ -186,7 +209,7 @@ Result<EnsuredContainer> ContainerPool::CreateAndStart(const SandboxSpec& spec,
             if (info->labels[kInstanceLabel] == spec.instance_id &&
                 info->labels[kScopeLabel] == spec.scope_key &&
                 info->labels[kReachHashLabel] == reach) {
-              return EnsuredContainer{name, info->id, false};
+              return EnsuredContainer{name, info->id, false, HasExecWrapper(info->labels)};
             }
             break;
           }
@@ -221,7 +244,7 @@ Result<EnsuredContainer> ContainerPool::CreateAndStart(const SandboxSpec& spec,
     state.containers[name] = RegistryEntry{
         spec.scope_key, ScopeKeyHash(spec.scope_key), spec.image, hash, reach, now, now};
   });
-  return EnsuredContainer{name, id, true};
+  return EnsuredContainer{name, id, true, wrapped};
 }
 
 Result<EnsuredContainer> ContainerPool::EnsureContainer(const SandboxSpec& spec,
@@ -288,7 +311,7 @@ Result<EnsuredContainer> ContainerPool::EnsureNamed(const SandboxSpec& spec,
         "); created it again after checking its mounts again.");
     return CreateAndStart(spec, name);
   }
-  std::string hash = ConfigHash(spec);
+  std::string hash = ConfigHash(spec, exec_wrapper_.usable());
   auto label = info->labels.find(kConfigHashLabel);
   if (label == info->labels.end() || label->second != hash) {
     int64_t last_used = 0;
@@ -315,7 +338,7 @@ Result<EnsuredContainer> ContainerPool::EnsureNamed(const SandboxSpec& spec,
   if (auto state = registry.Load(); state) {
     auto it = state->containers.find(name);
     if (it != state->containers.end() && now - it->second.last_used_at_ms < kLastUsedResolutionMs) {
-      return EnsuredContainer{name, info->id, false};
+      return EnsuredContainer{name, info->id, false, HasExecWrapper(info->labels)};
     }
   }
   (void)registry.Update([&](RegistryState& state) {
@@ -328,7 +351,7 @@ Result<EnsuredContainer> ContainerPool::EnsureNamed(const SandboxSpec& spec,
     entry.reach_hash = info->labels[kReachHashLabel];
     entry.last_used_at_ms = now;
   });
-  return EnsuredContainer{name, info->id, false};
+  return EnsuredContainer{name, info->id, false, HasExecWrapper(info->labels)};
 }
 
 void ContainerPool::RemoveIfExhausted(const std::string& container,

@@ -12,11 +12,13 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "sandbox/base/result.h"
 #include "sandbox/docker/client.h"
+#include "sandbox/executors/docker/exec_wrapper.h"
 #include "sandbox/executors/docker/host_mounts.h"
 #include "sandbox/executors/docker/sandbox_registry.h"
 #include "sandbox/executors/plan.h"
@@ -48,8 +50,9 @@ std::string CollisionFreeContainerName(const SandboxSpec& spec);
 // difference gets the call a new container (the old one is removed, ending what ran in it).
 std::string ReachHash(const SandboxSpec& spec);
 // Hash of everything that shapes the container; a change means the container is recreated
-// (unless it is hot and only settings outside the reach changed: then warn).
-std::string ConfigHash(const SandboxSpec& spec);
+// (unless it is hot and only settings outside the reach changed: then warn). `exec_wrapper`:
+// the container gets the exec wrapper (exec_wrapper.h), so containers without it are replaced.
+std::string ConfigHash(const SandboxSpec& spec, bool exec_wrapper = false);
 // The Engine API create request for the spec (labels included). `mounts` are the prepared
 // host-backed mounts (host_mounts.h); none: the spec's own paths (for hashing).
 // HostConfig.SecurityOpt for the spec: "no-new-privileges:true", the seccomp profile inline
@@ -62,6 +65,7 @@ struct EnsuredContainer {
   std::string name;
   std::string id;
   bool created = false;
+  bool exec_wrapper = false;  // the exec wrapper is mounted at kExecWrapperPath (its label says)
 };
 
 // `e` wrapped as "sandbox unavailable (<what>), nothing was run", its code kept.
@@ -69,7 +73,9 @@ Error SandboxUnavailable(Error e, const std::string& what);
 
 class ContainerPool {
  public:
-  explicit ContainerPool(std::shared_ptr<docker::Client> client);
+  // `exec_wrapper`: what FindExecWrapper finds for the client's engine when not given.
+  explicit ContainerPool(std::shared_ptr<docker::Client> client,
+                         std::optional<ExecWrapper> exec_wrapper = std::nullopt);
 
   // Finds the scope's container, (re)creating and starting it as needed. A container is reused
   // only if it carries this instance id, the scope key and ReachHash in full and is running; a
@@ -93,6 +99,8 @@ class ContainerPool {
   // Health after a long or killed run: removes the container (with a warning) when processes
   // left behind hold three quarters of its pids limit or more, so the next call gets a fresh one.
   void RemoveIfExhausted(const std::string& container, std::vector<std::string>* warnings);
+  // The exec wrapper this pool mounts into the containers it creates (unusable: none).
+  const ExecWrapper& exec_wrapper() const { return exec_wrapper_; }
 
  private:
   Result<EnsuredContainer> CreateAndStart(const SandboxSpec& spec, const std::string& name);
@@ -103,6 +111,7 @@ class ContainerPool {
 
   std::shared_ptr<docker::Client> client_;
   MountSupport mount_support_;
+  ExecWrapper exec_wrapper_;
   std::mutex ensure_mu_;                                             // guards ensure_locks_
   std::map<std::string, std::shared_ptr<std::mutex>> ensure_locks_;  // per container name
 };

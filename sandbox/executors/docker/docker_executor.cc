@@ -9,11 +9,13 @@
 
 #include "sandbox/docker/models.h"
 #include "sandbox/executors/docker/adopted_exec.h"
+#include "sandbox/executors/docker/exec_wrapper.h"
 
 namespace sandrun::exec {
 
-DockerExecutor::DockerExecutor(std::shared_ptr<docker::Client> client)
-    : client_(client), pool_(std::move(client)) {}
+DockerExecutor::DockerExecutor(std::shared_ptr<docker::Client> client,
+                               std::optional<ExecWrapper> exec_wrapper)
+    : client_(client), pool_(std::move(client), std::move(exec_wrapper)) {}
 
 Status DockerExecutor::KillExecTree(const ExecTree& tree, int signal, int64_t grace_ms) {
   return KillContainerExecTree(*client_, tree, signal, grace_ms);
@@ -43,7 +45,14 @@ Result<DockerExecutor::CreatedExec> DockerExecutor::CreateExecFor(
                            pool_.EnsureContainer(plan.sandbox, warnings));
   docker::ExecSpec marked = spec;
   SANDRUN_ASSIGN_OR_RETURN(ExecTree tree, MarkExec(marked));
-  auto exec_id = client_->CreateExec(container.id, marked);
+  // The command goes through the exec wrapper where the container has it (exec_wrapper.h).
+  auto create = [&] {
+    docker::ExecSpec wrapped = marked;
+    wrapped.cmd = WrapCommand(container.exec_wrapper, std::move(wrapped.cmd));
+    tree.wrapped = container.exec_wrapper;
+    return client_->CreateExec(container.id, wrapped);
+  };
+  auto exec_id = create();
   if (!exec_id && exec_id.error().code != ErrorCode::kDockerUnreachable) {
     // The container is there but cannot run anything (stopped, paused, pids exhausted, hung):
     // kill it and try once more in a fresh one.
@@ -51,7 +60,7 @@ Result<DockerExecutor::CreatedExec> DockerExecutor::CreateExecFor(
                         exec_id.error().ToString() + "); recreated it.");
     (void)client_->RemoveContainer(container.id, true);
     SANDRUN_ASSIGN_OR_RETURN(container, pool_.EnsureContainer(plan.sandbox, warnings));
-    exec_id = client_->CreateExec(container.id, marked);
+    exec_id = create();
   }
   if (!exec_id) return SandboxUnavailable(std::move(exec_id).error(), "creating the exec");
   tree.container = container.id;
@@ -71,6 +80,8 @@ ExecOutcome DockerExecutor::Finish(const Plan& plan, const CreatedExec& exec, St
     ErrorCode code = streamed.error().code;
     if (auto killed = KillExecTree(exec.tree, SIGTERM, plan.kill_grace_ms); !killed) {
       outcome.warnings.push_back(killed.error().ToString());
+    } else {
+      DiscardExecRecord(*client_, exec.tree);  // its end is the timeout or the cancel
     }
     if (code == ErrorCode::kTimeout && plan.timeout_ms > 0) {
       outcome.status = ExecOutcome::Status::kTimedOut;
@@ -81,8 +92,7 @@ ExecOutcome DockerExecutor::Finish(const Plan& plan, const CreatedExec& exec, St
   } else {
     auto exit = client_->WaitExecExit(exec_id, {Deadline::After(std::chrono::seconds(10)), cancel});
     if (exit) {
-      outcome.status = ExecOutcome::Status::kExited;
-      outcome.exit_code = static_cast<int>(*exit);
+      EndFromExitCode(*client_, exec.tree, *exit, &outcome);
     } else {
       outcome.status = ExecOutcome::Status::kAborted;
     }
@@ -93,7 +103,11 @@ ExecOutcome DockerExecutor::Finish(const Plan& plan, const CreatedExec& exec, St
   outcome.duration_ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(Deadline::Clock::now() - started_at)
           .count();
-  if (outcome.status != ExecOutcome::Status::kExited || outcome.duration_ms >= 1000) {
+  // A command that ended by itself (an exit code, or a signal it got in the container) and
+  // quickly is not checked: the check reads the engine's stats, which takes about a second.
+  const bool ended_itself = outcome.status == ExecOutcome::Status::kExited ||
+                            outcome.status == ExecOutcome::Status::kSignaled;
+  if (!ended_itself || outcome.duration_ms >= 1000) {
     pool_.RemoveIfExhausted(container, &outcome.warnings);
   }
   pool_.MaybePrune(plan.sandbox);

@@ -1,6 +1,7 @@
 // Runs plans in the scope's sandbox container through the Engine API: finds or creates the
-// container (one per scope and instance, SPEC §4), runs `/bin/sh -lc PREFIX+command` as an exec,
-// streams its output, enforces the timeout by killing the exec's process tree in the container.
+// container (one per scope and instance, SPEC §4), runs `/bin/sh -lc PREFIX+command` as an exec
+// (through the exec wrapper where the container has it, exec_wrapper.h), streams its output,
+// enforces the timeout by killing the exec's process tree in the container.
 // Fails closed: when the engine, the image or the container is unavailable, nothing runs.
 //
 // Pattern of use:
@@ -11,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,7 +29,9 @@ inline constexpr char kPathPrefix[] =
 
 class DockerExecutor final : public Executor, public std::enable_shared_from_this<DockerExecutor> {
  public:
-  explicit DockerExecutor(std::shared_ptr<docker::Client> client);
+  // `exec_wrapper`: see ContainerPool.
+  explicit DockerExecutor(std::shared_ptr<docker::Client> client,
+                          std::optional<ExecWrapper> exec_wrapper = std::nullopt);
 
   Result<ExecOutcome> Run(const Plan& plan, const LiveSink& live,
                           const CancelToken* cancel) override;

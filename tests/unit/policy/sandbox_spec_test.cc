@@ -283,6 +283,8 @@ INSTANTIATE_TEST_SUITE_P(
         BindRow{"target_workspace", "/srv/x:/workspace", "", "reserved"},
         BindRow{"target_workspace_sub", "/srv/x:/workspace/sub", "", "reserved"},
         BindRow{"target_agent", "/srv/x:/agent", "", "reserved"},
+        BindRow{"target_exec_wrapper", "/srv/x:/.sandrun/exec", "", "sandrun's exec wrapper"},
+        BindRow{"target_exec_wrapper_dir", "/srv/x:/.sandrun", "", "sandrun's exec wrapper"},
         BindRow{"target_root", "/srv/x:/", "", "target \"/\""},
         BindRow{"target_relative", "/srv/x:data", "", "target must be an absolute path"},
         BindRow{"named_volume", "vol:/data", "", "absolute host path"},
