@@ -59,6 +59,17 @@ Status LoadApprovalsInputs(LoadedCall& call, const policy::Decision& decision,
   return Ok();
 }
 
+// A state dir that is unsafe (another owner, a wide mode) or cannot be named (no HOME, a
+// relative SANDRUN_HOME) is the caller's setting to fix: a refusal (exit 125). An OS failure
+// creating or reading it is sandrun's (internal, exit 121).
+Error StateDirFailure(Error e) {
+  if (e.code == ErrorCode::kConflict || e.code == ErrorCode::kInvalidArgument ||
+      e.code == ErrorCode::kNotFound) {
+    return Error::Refusal("invalid-config", e.ToString());
+  }
+  return std::move(e).WithWire("internal");
+}
+
 }  // namespace
 
 std::string WorkspaceDir(const GlobalOptions& global, const config::AgentSettings& settings) {
@@ -86,10 +97,10 @@ std::unique_ptr<LoadedCall> LoadExecInputs(const GlobalOptions& global,
     return std::move(call);
   };
   auto state_dir = config::StateDirPath();
-  if (!state_dir) return fail(std::move(state_dir).error().WithWire("internal"));
+  if (!state_dir) return fail(StateDirFailure(std::move(state_dir).error()));
   call->state_dir = *state_dir;
   if (auto ok = config::EnsureStateDir(*state_dir); !ok) {
-    return fail(std::move(ok).error().WithWire("internal"));
+    return fail(StateDirFailure(std::move(ok).error()));
   }
   auto cfg = config::LoadConfigFor(global.config_file, *state_dir);
   if (!cfg) return fail(Error::Refusal("invalid-config", cfg.error().ToString()));

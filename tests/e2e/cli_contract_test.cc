@@ -163,6 +163,20 @@ TEST_F(CliContractOnce, SandboxUnavailableIs123) {
   EXPECT_EQ(r.exit_code, 123) << r.err;
 }
 
+// A state dir others could change is the caller's to fix: refused (125), not an internal error.
+TEST_F(CliContractOnce, AnUnsafeStateDirIsRefusedWith125) {
+  Config(R"({"tools": {"exec": {"host": "gateway", "security": "full"}}})");
+  std::filesystem::permissions(
+      home_, std::filesystem::perms::owner_all | std::filesystem::perms::group_read |
+                 std::filesystem::perms::group_exec | std::filesystem::perms::others_read |
+                 std::filesystem::perms::others_exec);
+  auto r = Exec({}, "echo ran");
+  std::filesystem::permissions(home_, std::filesystem::perms::owner_all);
+  EXPECT_EQ(r.exit_code, 125) << r.err;
+  EXPECT_NE(r.err.find("chmod 700"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out, "") << "nothing ran";
+}
+
 // Through the server, SIGKILL of the CLI drops the connection: the server kills the run.
 TEST_F(CliContractOnce, SigkillOfTheCliThroughTheServerKillsTheRun) {
   Config(R"({"tools": {"exec": {"host": "gateway", "security": "full"}}})");
