@@ -215,16 +215,20 @@ Status RemoveTree(const std::string& dir) {
 struct RunName {
   long pid = 0;
   unsigned long long start = 0;
+  bool keep = false;
 };
 
-// "sandrun-<pid>-<start>-<n>"
+// "sandrun-<pid>-<start>-<n>", or "sandrun-keep-<pid>-<start>-<n>" for a run meant to outlive
+// its owner.
 bool ParseRunName(const char* name, RunName* out) {
   unsigned n = 0;
   int used = 0;
-  if (std::sscanf(name, "sandrun-%ld-%llu-%u%n", &out->pid, &out->start, &n, &used) != 3) {
-    return false;
-  }
-  return name[used] == '\0';
+  out->keep = std::strncmp(name, "sandrun-keep-", 13) == 0;
+  const char* rest =
+      out->keep ? name + 13 : name + (std::strncmp(name, "sandrun-", 8) == 0 ? 8 : 0);
+  if (rest == name) return false;
+  if (std::sscanf(rest, "%ld-%llu-%u%n", &out->pid, &out->start, &n, &used) != 3) return false;
+  return rest[used] == '\0';
 }
 
 uint64_t OwnStartTicks() {
@@ -235,9 +239,9 @@ uint64_t OwnStartTicks() {
   return start;
 }
 
-std::string NextRunPath(const std::string& parent) {
+std::string NextRunPath(const std::string& parent, bool keep) {
   static std::atomic<unsigned> counter{0};
-  return parent + "/" + kPrefix + std::to_string(::getpid()) + "-" +
+  return parent + "/" + kPrefix + (keep ? "keep-" : "") + std::to_string(::getpid()) + "-" +
          std::to_string(OwnStartTicks()) + "-" + std::to_string(++counter);
 }
 
@@ -305,18 +309,41 @@ void MarkRunCgroupsUnusable(const std::string& why) {
   Support().support.why_not = why;
 }
 
+namespace {
+
+// Moves every process of the run cgroup `dir` (frozen meanwhile, so none forks past the move)
+// up to `parent`, untracked from then on, and removes `dir`.
+Status ReleaseDir(const std::string& parent, const std::string& dir) {
+  bool frozen = Freeze(dir);
+  std::vector<std::string> tree;
+  CollectTree(dir, tree);
+  UniqueFd to(::open((parent + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC));
+  for (const auto& d : tree) {
+    for (pid_t pid : ProcsOf(d)) {
+      if (to.valid()) (void)WriteString(to.get(), std::to_string(pid), "move");
+    }
+  }
+  if (frozen) Thaw(dir);
+  return RemoveTree(dir);
+}
+
+}  // namespace
+
 void RemoveStaleRunCgroups(const std::string& parent) {
   DIR* d = ::opendir(parent.c_str());
   if (d == nullptr) return;
-  std::vector<std::string> stale;
+  std::vector<std::string> stale, kept;
   while (dirent* e = ::readdir(d)) {
     RunName name;
     if (e->d_type != DT_DIR || !ParseRunName(e->d_name, &name)) continue;
     auto owner = ReadProcStat(static_cast<pid_t>(name.pid));
     if (owner && owner->start_ticks == name.start) continue;  // its owner runs: not ours to touch
-    stale.push_back(parent + "/" + e->d_name);
+    (name.keep ? kept : stale).push_back(parent + "/" + e->d_name);
   }
   ::closedir(d);
+  // Runs their owner was told to leave running (serve --keep-host-processes): released, as
+  // the owner would have at a clean exit, never killed.
+  for (const auto& dir : kept) (void)ReleaseDir(parent, dir);
   for (const auto& dir : stale) {
     bool has_kill = ::access((dir + "/cgroup.kill").c_str(), F_OK) == 0;
     KillAll(dir, has_kill);
@@ -325,7 +352,7 @@ void RemoveStaleRunCgroups(const std::string& parent) {
   }
 }
 
-Result<std::unique_ptr<RunCgroup>> RunCgroup::Create(const CgroupSupport& support) {
+Result<std::unique_ptr<RunCgroup>> RunCgroup::Create(const CgroupSupport& support, bool keep) {
   if (!support.usable) return Error(ErrorCode::kNotFound, "no usable cgroup2: " + support.why_not);
   static std::once_flag once;
   std::call_once(once, [&] {
@@ -344,7 +371,7 @@ Result<std::unique_ptr<RunCgroup>> RunCgroup::Create(const CgroupSupport& suppor
   }
   std::unique_ptr<RunCgroup> cgroup(new RunCgroup());
   cgroup->parent_ = support.parent;
-  cgroup->path_ = NextRunPath(support.parent);
+  cgroup->path_ = NextRunPath(support.parent, keep);
   if (::mkdir(cgroup->path_.c_str(), 0755) != 0) {
     return Error::FromErrno(errno, "mkdir " + cgroup->path_);
   }
@@ -410,17 +437,7 @@ Status RunCgroup::Remove(const Deadline& deadline) {
 Status RunCgroup::Release() {
   std::lock_guard<std::mutex> lock(mu_);
   if (removed_) return Ok();
-  bool frozen = Freeze(path_);
-  std::vector<std::string> tree;
-  CollectTree(path_, tree);
-  UniqueFd to(::open((parent_ + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC));
-  for (const auto& d : tree) {
-    for (pid_t pid : ProcsOf(d)) {
-      if (to.valid()) (void)WriteString(to.get(), std::to_string(pid), "move");
-    }
-  }
-  if (frozen) Thaw(path_);
-  Status removed = RemoveTree(path_);
+  Status removed = ReleaseDir(parent_, path_);
   removed_ = true;
   CloseDescriptors();
   return removed;

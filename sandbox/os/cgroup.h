@@ -19,7 +19,9 @@
 // A process that exits normally while run cgroups still exist (background runs a server
 // shutdown deliberately left running) releases them at exit: the processes move to the parent
 // cgroup, untracked, and the run cgroups are removed. No run cgroup outlives its owner, except
-// that of an owner that died from a signal, until the next sandrun process starts a run.
+// that of an owner that died from a signal, until the next sandrun process starts a run: it
+// kills and removes those, but releases (as at a clean exit) the ones created with `keep`
+// ("sandrun-keep-<pid>-<start>-<n>"), whose processes their owner was told to leave running.
 #pragma once
 
 #include <memory>
@@ -49,7 +51,10 @@ void MarkRunCgroupsUnusable(const std::string& why);
 class RunCgroup {
  public:
   // A new, empty run cgroup under support.parent.
-  static Result<std::unique_ptr<RunCgroup>> Create(const CgroupSupport& support);
+  // `keep`: the run is meant to outlive this process (a server's host sessions with
+  // --keep-host-processes): should this process die from a signal, the next sandrun process
+  // releases the cgroup (its processes go on, untracked) instead of killing it.
+  static Result<std::unique_ptr<RunCgroup>> Create(const CgroupSupport& support, bool keep = false);
   RunCgroup(const RunCgroup&) = delete;
   RunCgroup& operator=(const RunCgroup&) = delete;
   // Remove() with a bounded wait; errors are ignored.

@@ -36,7 +36,7 @@ TreeTrackingInfo DescribeTreeTracking() {
   return info;
 }
 
-Result<std::unique_ptr<ProcessTree>> ProcessTree::Create(TreeTracking tracking) {
+Result<std::unique_ptr<ProcessTree>> ProcessTree::Create(TreeTracking tracking, bool keep) {
   if (tracking == TreeTracking::kGroup) {
     return Error(ErrorCode::kInvalidArgument, "a process group is not a tracked tree");
   }
@@ -44,7 +44,7 @@ Result<std::unique_ptr<ProcessTree>> ProcessTree::Create(TreeTracking tracking) 
   if (tracking == TreeTracking::kAuto) {
     CgroupSupport support = RunCgroupSupport();
     if (support.usable) {
-      auto cgroup = RunCgroup::Create(support);
+      auto cgroup = RunCgroup::Create(support, keep);
       if (cgroup) {
         tree->cgroup_ = std::move(cgroup).value();
         return tree;

@@ -56,8 +56,9 @@ TreeTrackingInfo DescribeTreeTracking();
 class ProcessTree {
  public:
   // A tree for a command about to be spawned; `tracking` is kAuto or kSweep. kAuto falls back
-  // to the sweep if this one cgroup cannot be created.
-  static Result<std::unique_ptr<ProcessTree>> Create(TreeTracking tracking);
+  // to the sweep if this one cgroup cannot be created. `keep`: the tree is meant to outlive
+  // this process (RunCgroup::Create's `keep`).
+  static Result<std::unique_ptr<ProcessTree>> Create(TreeTracking tracking, bool keep = false);
   ProcessTree(const ProcessTree&) = delete;
   ProcessTree& operator=(const ProcessTree&) = delete;
   // End() with a bounded wait.

@@ -374,7 +374,8 @@ Result<Subprocess> Subprocess::Spawn(const SpawnOptions& options) {
 
   std::unique_ptr<ProcessTree> tree;
   if (options.tree != TreeTracking::kGroup) {
-    SANDRUN_ASSIGN_OR_RETURN(tree, ProcessTree::Create(options.tree));
+    // A child that is not to die with us is not to be killed for our death either.
+    SANDRUN_ASSIGN_OR_RETURN(tree, ProcessTree::Create(options.tree, !options.die_with_parent));
   }
 
   // Everything the child touches is built now: no allocation in the child.

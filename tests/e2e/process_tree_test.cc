@@ -274,10 +274,10 @@ TEST_F(ProcessTrees, AServerKilledWithSIGKILLTakesItsGatewaySessionsWithIt) {
 }
 
 TEST_F(ProcessTrees, KeptHostSessionsOutliveAServerKilledWithSIGKILL) {
-  // With --keep-host-processes the session is not tied to the server's life: after the crash
-  // it still reads a line from a FIFO (the test holds the FIFO open, so a dead reader would
-  // leave the line unread) and answers in a file, then ends. (At once: the next sandrun run
-  // anywhere kills what a crashed server left in its run cgroups, kept or not.)
+  // With --keep-host-processes the session is not tied to the server's life: after the crash,
+  // and after the next sandrun run swept what the crashed server left (it releases a kept run's
+  // cgroup instead of killing it), it still reads a line from a FIFO (the test holds the FIFO
+  // open, so a dead reader would leave the line unread) and answers in a file, then ends.
   Config(R"({"sandbox": {"mode": "off"}})");
   const std::string fifo = scratch_ + "/in13";
   const std::string answer = scratch_ + "/out13";
@@ -286,9 +286,11 @@ TEST_F(ProcessTrees, KeptHostSessionsOutliveAServerKilledWithSIGKILL) {
   UniqueFd hold(::open(fifo.c_str(), O_RDWR | O_CLOEXEC));
   ASSERT_TRUE(hold.valid());
   StartKeepingServer();
+  const pid_t server = server_pid_;
   std::string id = BackgroundId("read line < " + fifo + "; echo \"$line\" > " + answer);
   ASSERT_FALSE(id.empty());
   CrashServer();
+  EXPECT_EQ(Exec({}, "echo next").out, "next\n");  // sweeps the crashed server's run cgroups
   ASSERT_EQ(::write(hold.get(), "alive\n", 6), 6);
   std::string said;
   for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
@@ -296,8 +298,13 @@ TEST_F(ProcessTrees, KeptHostSessionsOutliveAServerKilledWithSIGKILL) {
     std::this_thread::sleep_for(milliseconds(10));
     if (auto text = ReadFile(answer)) said = *text;
   }
-  EXPECT_EQ(said, "alive\n");
-  EXPECT_EQ(Exec({}, "echo next").out, "next\n");  // removes the crashed server's run cgroup
+  EXPECT_EQ(said, "alive\n") << "the kept session was killed by the next run";
+  if (RunCgroupSupport().usable) {
+    const std::string prefix = "sandrun-keep-" + std::to_string(server) + "-";
+    for (const auto& e : std::filesystem::directory_iterator(RunCgroupSupport().parent)) {
+      EXPECT_NE(e.path().filename().string().rfind(prefix, 0), 0u) << e.path() << " was left";
+    }
+  }
 }
 
 TEST_F(ProcessTrees, WhatAKilledRunnerLeftIsKilledByTheNextRun) {
