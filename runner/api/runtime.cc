@@ -313,7 +313,8 @@ RuntimeReply Runtime::Process(const Principal& who, std::string_view body) {
   }
   sessions::Scope scope{who.tenant, who.agent, who.session};
   sessions::ProcessResult result = impl_->manager->Process(*parsed, scope);
-  return Count({result.refused ? 400 : 200, result.json});
+  if (result.error) return Count({400, RenderToolError(*result.error)});
+  return Count({200, result.json});
 }
 
 RuntimeReply Runtime::PolicyCheck(const Principal& who, std::string_view body) {

@@ -29,7 +29,7 @@ void Str(Writer& w, std::string_view s) {
 // unknown-action, session-not-found, session-state (not backgrounded, stdin not writable, cursor
 // key mode unknown), invalid-request.
 ProcessResult Refuse(std::string code, std::string message) {
-  return ProcessResult{RenderToolError(Error::Refusal(std::move(code), std::move(message))), true};
+  return ProcessResult{"", true, Error::Refusal(std::move(code), std::move(message))};
 }
 
 // {"content":[{"type":"text","text":...}],"details":{...}}; `details` writes the members.
@@ -39,7 +39,7 @@ ProcessResult Reply(const std::string& text, const std::function<void(Writer&)>&
   BeginToolResult(w, text);
   details(w);
   EndToolResult(w);
-  return ProcessResult{std::string(buffer.GetString(), buffer.GetSize()), false};
+  return ProcessResult{std::string(buffer.GetString(), buffer.GetSize()), false, std::nullopt};
 }
 
 std::string ExitLine(const SessionSnapshot& s) {

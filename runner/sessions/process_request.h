@@ -40,8 +40,9 @@ struct ProcessRequest {
 // The result of Process(): one JSON object, either a tool result
 // {"content":[{"type":"text","text":...}],"details":{...}} or a refusal {"error":{...}}.
 struct ProcessResult {
-  std::string json;
-  bool refused = false;  // json is {"error":...} (CLI exit 2)
+  std::string json;            // the tool result (empty when refused)
+  bool refused = false;        // nothing happened: `error` says why (CLI exit 2)
+  std::optional<Error> error;  // rendered by the front end (RenderToolError)
 };
 
 // Reads a process tool call object (the "tool" member is ignored, unknown members too; null

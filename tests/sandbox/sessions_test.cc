@@ -104,7 +104,8 @@ class SessionsTest : public ::testing::Test {
       doc.Parse(RenderToolError(parsed.error()).c_str());
       return doc;
     }
-    doc.Parse(manager->Process(*parsed, scope).json.c_str());
+    ProcessResult result = manager->Process(*parsed, scope);
+    doc.Parse((result.error ? RenderToolError(*result.error) : result.json).c_str());
     return doc;
   }
   static std::string Text(const rapidjson::Document& d) {

@@ -18,6 +18,8 @@
 #include <thread>
 #include <vector>
 
+#include "runner/wire/tool_result.h"
+
 namespace sandrun::sessions {
 namespace {
 
@@ -171,6 +173,8 @@ class ManagerTest : public ::testing::Test {
       return rapidjson::Document();
     }
     ProcessResult result = manager_->Process(*parsed, scope);
+    EXPECT_EQ(result.refused, result.error.has_value());
+    if (result.error) result.json = RenderToolError(*result.error);  // as the front end does
     rapidjson::Document doc;
     doc.Parse(result.json.c_str());
     EXPECT_FALSE(doc.HasParseError()) << result.json;
