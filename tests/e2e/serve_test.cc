@@ -61,6 +61,36 @@ class Serve : public SandrunHome {
     ASSERT_NE(seen.find(marker), std::string::npos) << "session " << id << " printed: " << seen;
   }
 
+  // GET /v1/events on the server's socket, read until the stream said "ready": the server
+  // subscribes before that, so no later event is missed. The fd (10 s read timeout), or -1.
+  int OpenEvents(std::string* got) {
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::string path = home_ + "/sandrun.sock";
+    path.copy(addr.sun_path, sizeof addr.sun_path - 1);
+    const std::string req = "GET /v1/events HTTP/1.1\r\nHost: x\r\n\r\n";
+    timeval tv{10, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+        write(fd, req.data(), req.size()) != static_cast<ssize_t>(req.size()) ||
+        !ReadUntil(fd, got, "event: ready")) {
+      close(fd);
+      return -1;
+    }
+    return fd;
+  }
+  // Appends what `fd` sends to `got` until it holds `marker`; false on EOF or the timeout.
+  static bool ReadUntil(int fd, std::string* got, const std::string& marker) {
+    char buf[4096];
+    while (got->find(marker) == std::string::npos) {
+      ssize_t n = read(fd, buf, sizeof buf);
+      if (n <= 0) return false;
+      got->append(buf, static_cast<size_t>(n));
+    }
+    return true;
+  }
+
   // Polls until the session finished (or 20 s); returns the final poll. `seen`: every poll's
   // text, appended.
   rapidjson::Document PollUntilDone(const std::string& id, std::string* seen = nullptr) {
@@ -211,24 +241,11 @@ TEST_F(Serve, BadProcessCallsGetOpenClawErrors) {
 }
 
 TEST_F(Serve, EventsStreamReportsFinishedSessions) {
-  int fd = socket(AF_UNIX, SOCK_STREAM, 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::string path = home_ + "/sandrun.sock";
-  path.copy(addr.sun_path, sizeof addr.sun_path - 1);
-  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  std::string req = "GET /v1/events HTTP/1.1\r\nHost: x\r\n\r\n";
-  ASSERT_EQ(write(fd, req.data(), req.size()), static_cast<ssize_t>(req.size()));
-  std::string id = Background({}, "echo event-tail");
   std::string got;
-  char buf[4096];
-  timeval tv{10, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  while (got.find("exec.finished") == std::string::npos) {
-    ssize_t n = read(fd, buf, sizeof buf);
-    if (n <= 0) break;
-    got.append(buf, static_cast<size_t>(n));
-  }
+  int fd = OpenEvents(&got);
+  ASSERT_GE(fd, 0) << got;
+  std::string id = Background({}, "echo event-tail");
+  ReadUntil(fd, &got, "exec.finished");
   close(fd);
   EXPECT_NE(got.find("text/event-stream"), std::string::npos);
   EXPECT_NE(got.find("event: exec.finished"), std::string::npos) << got;
@@ -240,35 +257,15 @@ TEST_F(Serve, EventsStreamReportsFinishedSessions) {
 // on the gateway; ^C in a PTY session reaches the command through the exec wrapper.
 // (Before: "Process exited with code 139." / 130, status completed.)
 TEST_F(Serve, SandboxSessionsEndedBySignalsSaySo) {
-  int fd = socket(AF_UNIX, SOCK_STREAM, 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::string path = home_ + "/sandrun.sock";
-  path.copy(addr.sun_path, sizeof addr.sun_path - 1);
-  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  std::string req = "GET /v1/events HTTP/1.1\r\nHost: x\r\n\r\n";
-  ASSERT_EQ(write(fd, req.data(), req.size()), static_cast<ssize_t>(req.size()));
   std::string got;
-  char buf[4096];
-  timeval tv{10, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  // The server subscribes before it says "ready": from then on no event is missed.
-  while (got.find("event: ready") == std::string::npos) {
-    ssize_t n = read(fd, buf, sizeof buf);
-    if (n <= 0) break;
-    got.append(buf, static_cast<size_t>(n));
-  }
-  ASSERT_NE(got.find("event: ready"), std::string::npos) << got;
+  int fd = OpenEvents(&got);
+  ASSERT_GE(fd, 0) << got;
   std::string id = Background({}, "echo segv-tail; kill -SEGV $$");
   auto done = PollUntilDone(id);
   EXPECT_EQ(Details(done, "status"), "failed") << ToJson(done);
   EXPECT_EQ(Details(done, "exitSignal"), "SIGSEGV") << ToJson(done);
   EXPECT_NE(Text(done).find("Command aborted by signal SIGSEGV"), std::string::npos) << Text(done);
-  while (got.find("segv-tail") == std::string::npos) {
-    ssize_t n = read(fd, buf, sizeof buf);
-    if (n <= 0) break;
-    got.append(buf, static_cast<size_t>(n));
-  }
+  ReadUntil(fd, &got, "segv-tail");
   close(fd);
   EXPECT_NE(got.find("Exec failed (" + id.substr(0, 8) +
                      ", signal SIGSEGV) :: Command aborted "
