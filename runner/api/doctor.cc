@@ -13,6 +13,7 @@
 #include "runner/policy/safe_bins.h"
 #include "sandbox/docker/client.h"
 #include "sandbox/docker/image_build.h"
+#include "sandbox/executors/docker/exec_wrapper.h"
 #include "sandbox/executors/docker/host_mounts.h"
 #include "sandbox/harden/confine.h"
 #include "sandbox/harden/container_preset.h"
@@ -86,6 +87,21 @@ void EngineChecks(std::vector<DoctorCheck>& checks) {
                          "engine API " + version->api_version + " (min " +
                              (version->min_api_version.empty() ? "?" : version->min_api_version) +
                              "), using " + *api));
+  // Which exec path sandbox commands take: through the wrapper, a signal death is reported as
+  // the signal; without it (a remote engine, no trusted binary) as exit code 128+N.
+  exec::ExecWrapper wrapper =
+      exec::FindExecWrapper((*client)->endpoint().kind == docker::Endpoint::Kind::kUnix);
+  if (wrapper.usable()) {
+    checks.push_back(Check("exec-wrapper", Level::kOk,
+                           wrapper.host_path + " at " + exec::kExecWrapperPath +
+                               " in each sandbox: signal deaths are reported as signals"));
+  } else {
+    checks.push_back(Check("exec-wrapper", Level::kWarn,
+                           wrapper.reason + "; sandbox commands run without it, and one killed "
+                                            "by signal N is reported as exit code 128+N",
+                           "install sandrun-exec next to sandrun (the build puts it there), owned "
+                           "by root and writable only by its owner"));
+  }
 
   std::string images_dir = docker::DefaultImagesDir();
   for (const char* image : kImages) {

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <set>
 
 #include "sandbox/base/json.h"
@@ -67,9 +68,35 @@ TEST(CliDoctorTest, JsonReportIsOneObject) {
   ASSERT_TRUE(checks && checks->IsArray());
   std::set<std::string> names;
   for (const auto& c : checks->GetArray()) names.insert(JsonString(c, "name"));
-  EXPECT_EQ(names,
-            (std::set<std::string>{"state-dir", "engine", "api-version", "image", "seccomp",
-                                   "confine", "mounts", "scratch", "process-tree", "profile"}));
+  EXPECT_EQ(names, (std::set<std::string>{"state-dir", "engine", "api-version", "exec-wrapper",
+                                          "image", "seccomp", "confine", "mounts", "scratch",
+                                          "process-tree", "profile"}));
+  for (const auto& c : checks->GetArray()) {
+    if (JsonString(c, "name") == "exec-wrapper") {
+      EXPECT_EQ(JsonString(c, "status"), "ok")
+          << "the build puts sandrun-exec next to sandrun: " << ToJson(c);
+    }
+  }
+}
+
+TEST(CliDoctorTest, ABinaryWithoutItsExecWrapperIsAWarning) {
+  SANDRUN_REQUIRE_DOCKER(client);
+  char templ[] = "/tmp/sandrun-nowrapper-XXXXXX";
+  ASSERT_NE(mkdtemp(templ), nullptr);
+  const std::string copy = std::string(templ) + "/sandrun";
+  std::filesystem::copy_file(SANDRUN_BINARY, copy);
+  auto r = RunProcess({copy, "doctor", "--json"}, {{"PATH", "/usr/bin:/bin"}});
+  std::filesystem::remove_all(templ);
+  auto doc = ParseJson(r.out);
+  ASSERT_TRUE(doc) << r.out << r.err;
+  bool seen = false;
+  for (const auto& c : (*doc)["checks"].GetArray()) {
+    if (JsonString(c, "name") != "exec-wrapper") continue;
+    seen = true;
+    EXPECT_EQ(JsonString(c, "status"), "warn") << ToJson(c);
+    EXPECT_NE(JsonString(c, "detail").find("128+N"), std::string::npos) << ToJson(c);
+  }
+  EXPECT_TRUE(seen) << r.out;
 }
 
 TEST(CliDoctorTest, UnreachableEngineFailsWithinFiveSeconds) {
