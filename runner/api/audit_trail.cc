@@ -20,38 +20,60 @@ audit::AuditRecord Base(const Principal& who) {
 }  // namespace
 
 Result<std::unique_ptr<AuditTrail>> AuditTrail::Open(const std::string& state_dir, bool required) {
-  std::unique_ptr<AuditTrail> trail(new AuditTrail(state_dir));
+  std::unique_ptr<AuditTrail> trail(new AuditTrail(state_dir, required));
   if (required) {
     SANDRUN_ASSIGN_OR_RETURN(trail->log_, audit::AuditLog::Open(audit::AuditDir(state_dir)));
+    SANDRUN_RETURN_IF_ERROR(trail->log_->Writable());
   }
   return trail;
 }
 
-void AuditTrail::Append(audit::AuditRecord record) {
+Status AuditTrail::Append(audit::AuditRecord record) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!log_) {
     struct stat st {};
     // A one-shot call that never got as far as its state dir has nothing to record there.
-    if (state_dir_.empty() || ::stat(state_dir_.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return;
+    if (state_dir_.empty() || ::stat(state_dir_.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      return Ok();
+    }
     auto opened = audit::AuditLog::Open(audit::AuditDir(state_dir_));
     if (!opened) {
       PrintWarning("audit log: " + opened.error().ToString());
-      return;
+      return Ok();
     }
     log_ = std::move(opened).value();
   }
-  if (Status ok = log_->Append(std::move(record)); !ok) {
-    PrintWarning("audit log: " + ok.error().ToString());
-  }
+  Status ok = log_->Append(std::move(record));
+  if (ok) return Ok();
+  PrintWarning("audit log: " + ok.error().ToString());
+  if (required_) return std::move(ok).error().Wrap("the audit log cannot be written");
+  return Ok();
+}
+
+Status AuditTrail::Started(const Principal& who, const policy::ExecRequest& request,
+                           const std::string& host) {
+  audit::AuditRecord r = Base(who);
+  r.tool = "exec";
+  r.command = request.command;
+  r.host = host;
+  r.decision = "allow";
+  return Append(std::move(r));
 }
 
 void AuditTrail::Exec(const Principal& who, const policy::ExecRequest& request,
-                      const ExecToolResult& result) {
+                      const ExecToolResult& result, bool started) {
   audit::AuditRecord r = Base(who);
   r.tool = "exec";
   r.command = request.command;
   r.host = result.host;
-  if (result.refused) {
+  if (started) {
+    if (result.running) return;  // a background session: its start line is all there is yet
+    r.action = "end";
+  }
+  if (result.refused && started) {
+    r.decision = "error";  // allowed, but it could not start
+    r.reason = result.error.WireCode() + ": " + result.error.ToString();
+  } else if (result.refused) {
     r.decision = "deny";
     r.reason = result.error.WireCode() + ": " + result.error.ToString();
   } else if (result.internal) {
@@ -70,7 +92,7 @@ void AuditTrail::Exec(const Principal& who, const policy::ExecRequest& request,
       r.duration_ms = o.duration_ms;
     }
   }
-  Append(std::move(r));
+  (void)Append(std::move(r));
 }
 
 void AuditTrail::Approval(const Principal& who, const std::string& id, const std::string& decision,
@@ -82,7 +104,7 @@ void AuditTrail::Approval(const Principal& who, const std::string& id, const std
   r.decision = decision == "deny" ? "deny" : "allow";
   r.approval_id = id;
   r.answered_by = who.sender.empty() ? who.role : who.sender;
-  Append(std::move(r));
+  (void)Append(std::move(r));
 }
 
 }  // namespace sandrun::api

@@ -2,9 +2,10 @@
 // (with how the run ended, when the call waited for it) and one per operator decision on an
 // approval. Every front end goes through the Runtime, so nothing decides without a line.
 //
-// A server opens the log at start and refuses to start without it (a hosted runner must not
-// decide unrecorded); a one-shot CLI opens it per call once the call found its state dir, and
-// only warns when it cannot write (a CI job is not failed by its own audit trail).
+// A server opens the log at start and refuses to start without it, and refuses to run a command
+// whose decision line it cannot write (a hosted runner must not run unrecorded); a one-shot CLI
+// opens it per call once the call found its state dir, and only warns when it cannot write (a
+// CI job is not failed by its own audit trail).
 #pragma once
 
 #include <memory>
@@ -24,17 +25,26 @@ class AuditTrail {
   // `state_dir` may be "" (a one-shot call that found none: nothing is written).
   static Result<std::unique_ptr<AuditTrail>> Open(const std::string& state_dir, bool required);
 
-  void Exec(const Principal& who, const policy::ExecRequest& request, const ExecToolResult& result);
+  // The decision to run, written before it starts (so a run whose runner dies has its line).
+  // An error (only when the log is required) means the command must not run.
+  Status Started(const Principal& who, const policy::ExecRequest& request, const std::string& host);
+  // The call's end: after Started, an "end" line (exit code, duration; or why it did not
+  // start); otherwise the one line of a call that ran nothing (deny, ask, error).
+  void Exec(const Principal& who, const policy::ExecRequest& request, const ExecToolResult& result,
+            bool started);
   // An operator's answer to approval `id`: `decision` as given, `status` the HTTP status of the
   // answer (only decided ones, 200, are operator actions worth a line).
   void Approval(const Principal& who, const std::string& id, const std::string& decision,
                 int status);
 
  private:
-  explicit AuditTrail(std::string state_dir) : state_dir_(std::move(state_dir)) {}
-  void Append(audit::AuditRecord record);
+  AuditTrail(std::string state_dir, bool required)
+      : state_dir_(std::move(state_dir)), required_(required) {}
+  // An error only when required; otherwise a warning is printed.
+  Status Append(audit::AuditRecord record);
 
   std::string state_dir_;
+  bool required_ = false;
   std::mutex mu_;
   std::unique_ptr<audit::AuditLog> log_;  // opened on first use when not required
 };

@@ -199,6 +199,11 @@ ExecToolResult RunLoadedCall(std::unique_ptr<LoadedCall> call, const policy::Cal
   auto made = services.executors->For(plan.target);
   if (!made) return Refused(made.error().WireCode(), made.error().ToString());
   std::shared_ptr<exec::Executor> executor = std::move(made).value();
+  if (services.on_run) {
+    if (Status ok = services.on_run(result.host); !ok) {
+      return Internal(ok.error().ToString() + "; nothing was run");
+    }
+  }
   auto failed_to_start = [&](const Error& e) {
     return Refused(exec::UnavailableWire(plan.target), e.ToString());
   };

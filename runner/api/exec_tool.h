@@ -50,6 +50,10 @@ struct ExecServices {
   // of Executor::Run or a yield-window session (so does every run when no
   // session can hold it). An Error means nothing started.
   ForegroundFn run_foreground;
+  // Called once the call is allowed and its executor is about to start it (`host`: sandbox |
+  // gateway): the audit's decision line is written before anything runs. An error: nothing
+  // runs and the call fails (internal).
+  std::function<Status(const std::string& host)> on_run;
 };
 
 struct ExecToolResult {

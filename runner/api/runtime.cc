@@ -123,6 +123,21 @@ struct Runtime::Impl {
     g.cwd = who.cwd;
     return g;
   }
+  // One exec call with its audit lines: the decision to run before anything starts (on_run),
+  // then how it ended, or the one line of a call that ran nothing.
+  ExecToolResult RunAudited(const Principal& who, const policy::ExecRequest& request,
+                            ExecServices& call_services, const CancelToken* cancel) {
+    bool started = false;
+    call_services.on_run = [&](const std::string& host) -> Status {
+      SANDRUN_RETURN_IF_ERROR(audit->Started(who, request, host));
+      started = true;
+      return Ok();
+    };
+    ExecToolResult result =
+        RunExecTool(GlobalFor(who), CallerFor(who), request, nullptr, cancel, call_services);
+    audit->Exec(who, request, result, started);
+    return result;
+  }
   static policy::Caller CallerFor(const Principal& who) {
     policy::Caller caller;
     caller.provider = who.provider;
@@ -267,9 +282,7 @@ RuntimeReply Runtime::Exec(const Principal& who, std::string_view body, const Ca
   ExecServices call_services = impl_->services;
   call_services.tenant = who.tenant;
   const policy::ExecRequest& request = std::get<ToolCall>(parsed).exec;
-  ExecToolResult result = RunExecTool(impl_->GlobalFor(who), Impl::CallerFor(who), request, nullptr,
-                                      cancel, call_services);
-  impl_->audit->Exec(who, request, result);
+  ExecToolResult result = impl_->RunAudited(who, request, call_services, cancel);
   for (const std::string& w : result.config_warnings) PrintWarning(w);
   return Count({result.refused ? 400 : result.internal ? 500 : 200, result.json});
 }
@@ -280,9 +293,7 @@ ExecToolResult Runtime::ExecForeground(const Principal& who, const policy::ExecR
   ExecServices call_services = impl_->services;
   call_services.tenant = who.tenant;
   call_services.run_foreground = std::move(run_foreground);
-  ExecToolResult result = RunExecTool(impl_->GlobalFor(who), Impl::CallerFor(who), request, nullptr,
-                                      nullptr, call_services);
-  impl_->audit->Exec(who, request, result);
+  ExecToolResult result = impl_->RunAudited(who, request, call_services, nullptr);
   for (const std::string& w : result.config_warnings) PrintWarning(w);
   if (result.refused) ++refused_;
   return result;

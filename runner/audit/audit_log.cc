@@ -141,6 +141,15 @@ Status AuditLog::RotateIfNeeded(size_t incoming) {
   return Ok();
 }
 
+Status AuditLog::Writable() {
+  std::lock_guard<std::mutex> guard(mu_);
+  const std::string current = dir_ + "/" + kFileName;
+  UniqueFd fd(
+      ::open(current.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!fd.valid()) return Error::FromErrno(errno, "opening the audit log " + current);
+  return Ok();
+}
+
 Status AuditLog::Append(AuditRecord record) {
   if (record.time_ms == 0) record.time_ms = UnixMillis();
   std::string line = AuditLine(std::move(record));

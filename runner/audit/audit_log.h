@@ -78,6 +78,8 @@ class AuditLog {
 
   // Appends one line (time_ms = now when 0). Thread-safe, and safe across processes.
   Status Append(AuditRecord record);
+  // Whether the current file can be opened for appending (created if missing), now.
+  Status Writable();
 
  private:
   AuditLog(std::string dir, Options options) : dir_(std::move(dir)), options_(options) {}

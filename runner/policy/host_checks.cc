@@ -235,9 +235,7 @@ Result<std::string> ValidateBind(const std::string& bind, const std::string& hom
                          "\" is the workspace mount).");
     }
   }
-  // Where the Docker executor mounts its exec wrapper (sandbox/executors/docker/exec_wrapper.h):
-  // a bind there would replace the process every sandbox command runs under.
-  if (PathIsWithin(dst, "/.sandrun")) {
+  if (PathIsWithin(dst, kExecWrapperDir)) {
     return ConfigError(where + "the target \"" + dst +
                        "\" is reserved (\"/.sandrun\" holds sandrun's exec wrapper).");
   }

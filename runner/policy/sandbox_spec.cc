@@ -279,6 +279,10 @@ Result<exec::SandboxSpec> BuildSandboxSpec(const GateContext& ctx) {
                        "\" must be an absolute path other than \"/\".");
   }
   spec.workdir = NormalizePosixPath(d.workdir);
+  if (PathIsWithin(spec.workdir, kExecWrapperDir)) {
+    return ConfigError("sandbox.docker.workdir \"" + d.workdir +
+                       "\" is reserved (\"/.sandrun\" holds sandrun's exec wrapper).");
+  }
 
   Result<std::string> scratch_root = ScratchRoot(ctx, home);
   if (!scratch_root) return scratch_root.error();
@@ -315,6 +319,10 @@ Result<exec::SandboxSpec> BuildSandboxSpec(const GateContext& ctx) {
     if (mount.empty() || mount[0] != '/' || mount == "/") {
       return ConfigError("sandbox.docker.tmpfs entry \"" + entry +
                          "\" must name an absolute mount point other than \"/\".");
+    }
+    if (PathIsWithin(mount, kExecWrapperDir)) {
+      return ConfigError("sandbox.docker.tmpfs entry \"" + entry +
+                         "\" is reserved (\"/.sandrun\" holds sandrun's exec wrapper).");
     }
     std::string options;
     if (colon != std::string::npos) {

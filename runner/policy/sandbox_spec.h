@@ -37,6 +37,11 @@ std::string NormalizePosixPath(std::string_view path);
 // true when `path` equals `root` or lies under it (both normalized, absolute).
 bool PathIsWithin(std::string_view path, std::string_view root);
 
+// Where the Docker executor mounts its exec wrapper (sandbox/executors/docker/exec_wrapper.h):
+// no bind, tmpfs or workdir may be there, or it would replace or cover the process every sandbox
+// command runs under.
+inline constexpr std::string_view kExecWrapperDir = "/.sandrun";
+
 // The host side of the workspace mount for workspaceAccess none: <root>/<ScopeDirName(key)>,
 // one directory per scope (shared included) that no other scope's key can name. `root` is
 // sandbox.workspaceRoot or <state_dir>/sandboxes.

@@ -26,9 +26,18 @@ me=$$ gen=0 c1= wrapper=
 # The record is the exec's own (its user can rewrite it): a pid named there is taken only if it
 # is an exec's own process (parent outside the container), of this user (kill can reach no
 # other), which that user could signal itself anyway.
-if [ -n "$rec" ] && [ -f "$rec" ] && [ ! -L "$rec" ]; then
-  { IFS=' ' read -r tag pid; } 2>/dev/null < "$rec"
-  [ "$tag" != P ] || case $pid in ''|*[!0-9]*) ;; *) hint=$pid wrapper=$pid ;; esac
+# Opened read-write (which never blocks, even on a FIFO swapped in under the name), then taken
+# only if what is open is a regular file, and at most 64 bytes of it: the command cannot stall
+# or flood the killer through its record.
+if [ -n "$rec" ] && [ -f "$rec" ] && [ ! -L "$rec" ] && { exec 3<>"$rec"; } 2>/dev/null; then
+  if [ -f /proc/self/fd/3 ]; then
+    line=$(dd bs=64 count=1 2>/dev/null <&3)
+    line=${line%%"
+"*}
+    tag=${line%% *} pid=${line#* }
+    [ "$tag" != P ] || case $pid in ''|*[!0-9]*) ;; *) hint=$pid wrapper=$pid ;; esac
+  fi
+  exec 3<&-
 fi
 read -r c1 < /proc/1/comm
 # Ticks since boot (USER_HZ = 100, as /proc/<pid>/stat counts them) from /proc/uptime's "s.cc".

@@ -526,6 +526,15 @@ INSTANTIATE_TEST_SUITE_P(
             [](config::AgentSettings& s, GateContext&) { s.sandbox.docker.tmpfs = {"tmp"}; },
             "sandbox.docker.tmpfs"},
         SpecErrorRow{
+            "tmpfs_over_the_exec_wrapper",
+            [](config::AgentSettings& s, GateContext&) { s.sandbox.docker.tmpfs = {"/.sandrun"}; },
+            "sandrun's exec wrapper"},
+        SpecErrorRow{"workdir_over_the_exec_wrapper",
+                     [](config::AgentSettings& s, GateContext&) {
+                       s.sandbox.docker.workdir = "/.sandrun/w";
+                     },
+                     "sandrun's exec wrapper"},
+        SpecErrorRow{
             "bad_env_key",
             [](config::AgentSettings& s, GateContext&) { s.sandbox.docker.env["BAD-KEY"] = "1"; },
             "sandbox.docker.env"},
