@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <functional>
+#include <iterator>
 #include <optional>
 #include <string_view>
 #include <utility>
@@ -55,31 +56,12 @@ class Loader : public ConfigReader {
           ErrorCode::kInvalidArgument,
           lines_.Where("") + ": expected a JSON object at the top level, got " + Describe(root));
     }
-    // agents.defaults is the global level too; the top-level keys are applied after it so that
-    // they win.
     const Value* agents = JsonMember(root, "agents");
-    if (agents != nullptr && agents->IsObject()) {
-      if (const Value* defaults = JsonMember(*agents, "defaults")) {
-        SANDRUN_RETURN_IF_ERROR(
-            ApplySection(*defaults, "agents.defaults", &config->global, Level::kGlobal));
-      }
-    }
-    SANDRUN_RETURN_IF_ERROR(Members(
-        root, "",
+    SANDRUN_RETURN_IF_ERROR(ApplyLevel(
+        root, "", &config->global,
         {
             {"$schema", {}},
             {"version", {}},
-            {"tools", [&](const Value& v,
-                          const std::string& p) { return ApplyTools(v, p, &config->global); }},
-            {"sandbox",
-             [&](const Value& v, const std::string& p) {
-               return ApplySandbox(v, p, &config->global.sandbox, Level::kGlobal);
-             }},
-            {"agents",
-             [&](const Value& v, const std::string& p) -> Status {
-               if (!v.IsObject()) return Expected(p, "an object", v);
-               return Ok();
-             }},
             {"server", [&](const Value& v,
                            const std::string& p) { return ApplyServer(v, p, &config->server); }},
             {"tenants",
@@ -110,36 +92,48 @@ class Loader : public ConfigReader {
     return Ok();
   }
 
+  // One level of the file (the top, or tenants.<id> at `path`) into `global`: agents.defaults
+  // first, then the level's tools and sandbox keys, which win; `extra` are the level's own keys.
+  // The agents.<id> sections are applied afterwards by the caller, over the finished level.
+  Status ApplyLevel(const Value& v, const std::string& path, AgentSettings* global,
+                    std::vector<Field> extra) {
+    const Value* agents = JsonMember(v, "agents");
+    if (agents != nullptr && agents->IsObject()) {
+      if (const Value* defaults = JsonMember(*agents, "defaults")) {
+        SANDRUN_RETURN_IF_ERROR(ApplySection(
+            *defaults, JoinKey(JoinKey(path, "agents"), "defaults"), global, Level::kGlobal));
+      }
+    }
+    std::vector<Field> fields = {
+        {"tools", [&](const Value& x, const std::string& p) { return ApplyTools(x, p, global); }},
+        {"sandbox",
+         [&](const Value& x, const std::string& p) {
+           return ApplySandbox(x, p, &global->sandbox, Level::kGlobal);
+         }},
+        {"agents",
+         [&](const Value& x, const std::string& p) -> Status {
+           if (!x.IsObject()) return Expected(p, "an object", x);
+           return Ok();
+         }},
+    };
+    fields.insert(fields.end(), std::make_move_iterator(extra.begin()),
+                  std::make_move_iterator(extra.end()));
+    return Members(v, path, fields);
+  }
+
   // tenants.<id>: the file's levels again with the tenant's keys over them (config.h).
   Status ApplyTenant(const Value& v, const std::string& path, const Value* file_agents,
                      const Config& config, TenantConfig* tenant) {
     if (!v.IsObject()) return Expected(path, "an object", v);
     tenant->global = config.global;
-    const Value* own_agents = JsonMember(v, "agents");
-    if (own_agents != nullptr && own_agents->IsObject()) {
-      if (const Value* defaults = JsonMember(*own_agents, "defaults")) {
-        SANDRUN_RETURN_IF_ERROR(ApplySection(*defaults, JoinKey(path, "agents.defaults"),
-                                             &tenant->global, Level::kGlobal));
-      }
-    }
-    SANDRUN_RETURN_IF_ERROR(Members(
-        v, path,
+    SANDRUN_RETURN_IF_ERROR(ApplyLevel(
+        v, path, &tenant->global,
         {
-            {"tools", [&](const Value& x,
-                          const std::string& p) { return ApplyTools(x, p, &tenant->global); }},
-            {"sandbox",
-             [&](const Value& x, const std::string& p) {
-               return ApplySandbox(x, p, &tenant->global.sandbox, Level::kGlobal);
-             }},
-            {"agents",
-             [&](const Value& x, const std::string& p) -> Status {
-               if (!x.IsObject()) return Expected(p, "an object", x);
-               return Ok();
-             }},
             {"quotas", [&](const Value& x,
                            const std::string& p) { return ApplyQuotas(x, p, &tenant->quotas); }},
             Flag("hostExecution", &tenant->host_execution),
         }));
+    const Value* own_agents = JsonMember(v, "agents");
     if (file_agents != nullptr && file_agents->IsObject()) {
       // The file's agents once more, over this tenant's global level; their warnings were
       // given when the file's own agents were read.
