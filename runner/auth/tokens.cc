@@ -14,6 +14,7 @@
 #include "runner/config/state_file.h"
 #include "sandbox/base/json.h"
 #include "sandbox/base/sha256.h"
+#include "sandbox/base/strings.h"
 #include "sandbox/os/random.h"
 
 namespace sandrun::auth {
@@ -330,24 +331,7 @@ Result<Identity> Authenticate(const TokensFile& file, std::string_view secret, i
 }
 
 bool AgentGlobMatch(std::string_view pattern, std::string_view agent) {
-  // Iterative wildcard match with one backtrack point (linear in practice).
-  size_t p = 0, a = 0, star = std::string_view::npos, mark = 0;
-  while (a < agent.size()) {
-    if (p < pattern.size() && (pattern[p] == '?' || pattern[p] == agent[a])) {
-      ++p;
-      ++a;
-    } else if (p < pattern.size() && pattern[p] == '*') {
-      star = p++;
-      mark = a;
-    } else if (star != std::string_view::npos) {
-      p = star + 1;
-      a = ++mark;
-    } else {
-      return false;
-    }
-  }
-  while (p < pattern.size() && pattern[p] == '*') ++p;
-  return p == pattern.size();
+  return GlobMatch(pattern, agent);
 }
 
 bool AgentAllowed(const Identity& who, std::string_view agent) {

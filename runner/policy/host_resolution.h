@@ -9,6 +9,7 @@
 #include "runner/config/settings.h"
 #include "runner/policy/exec_request.h"
 #include "runner/policy/gate_types.h"
+#include "sandbox/base/strings.h"  // GlobMatch, for the tool and sender globs
 
 namespace sandrun::policy {
 
@@ -33,10 +34,6 @@ Result<std::optional<Host>> NormalizeRequestedHost(const std::optional<std::stri
 // Whether this session runs in the sandbox by configuration: mode all; non-main and the session
 // key (trimmed, "" = "main") differs from sandbox.mainSessionKey; off never.
 bool IsSessionSandboxed(const config::SandboxSettings& sandbox, const Caller& caller);
-
-// Simple glob: `*` any run (also empty), `?` one character, everything else literal; the whole
-// text must match. Case-sensitive.
-bool GlobMatch(std::string_view pattern, std::string_view text);
 
 // tools.elevated gates for this caller.
 struct ElevatedGates {

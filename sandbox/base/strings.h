@@ -12,4 +12,8 @@ std::string Trim(std::string_view s);
 // `s` with ASCII letters lowercased.
 std::string Lower(std::string_view s);
 
+// Simple glob: `*` any run (also empty), `?` one character, everything else literal; the whole
+// text must match. Case-sensitive.
+bool GlobMatch(std::string_view pattern, std::string_view text);
+
 }  // namespace sandrun
