@@ -11,6 +11,7 @@
 #include "sandbox/base/clock.h"
 #include "sandbox/base/json.h"
 #include "sandbox/base/sha256.h"
+#include "sandbox/base/strings.h"
 #include "sandbox/os/file.h"
 #include "sandbox/os/unique_fd.h"
 
@@ -28,7 +29,7 @@ std::string Rotated(const std::string& dir, int n) {
 std::string Capped(const std::string& s, size_t max) {
   if (s.size() <= max) return s;
   size_t end = max;
-  while (end > 0 && (static_cast<unsigned char>(s[end]) & 0xC0) == 0x80) --end;
+  while (end > 0 && IsUtf8Continuation(s[end])) --end;
   return s.substr(0, end);
 }
 

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "sandbox/base/strings.h"
 #include "sandbox/executors/output.h"
 
 namespace sandrun::sessions {
@@ -15,8 +16,6 @@ namespace {
 
 constexpr size_t kReadBlock = 64 * 1024;
 constexpr size_t kPendingChunk = 8 * 1024;  // OpenClaw's CHUNK_LIMIT
-
-bool IsContinuation(char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; }
 
 // Length of the UTF-8 sequence a lead byte starts (1 for ASCII and invalid bytes).
 size_t SequenceLength(char c) {
@@ -314,7 +313,7 @@ void PendingBuffer::Append(std::string_view bytes) {
       continue;
     }
     size_t cut = size_ - cap;
-    while (cut < front.size() && IsContinuation(front[cut])) ++cut;  // keep UTF-8 whole
+    while (cut < front.size() && IsUtf8Continuation(front[cut])) ++cut;  // keep UTF-8 whole
     front.erase(0, cut);
     size_ -= cut;
     if (front.empty()) chunks_.pop_front();
@@ -331,7 +330,7 @@ std::string PendingBuffer::Take(bool final) {
     // Hold back a UTF-8 sequence whose last bytes have not arrived yet.
     size_t lead = all.size();
     for (size_t back = 1; back <= 3 && back <= all.size(); ++back) {
-      if (!IsContinuation(all[all.size() - back])) {
+      if (!IsUtf8Continuation(all[all.size() - back])) {
         lead = all.size() - back;
         break;
       }

@@ -12,6 +12,7 @@
 #include "runner/sessions/session.h"
 #include "runner/sessions/text.h"
 #include "sandbox/base/json.h"
+#include "sandbox/base/strings.h"
 #include "sandbox/os/file.h"
 
 namespace sandrun::sessions {
@@ -204,7 +205,7 @@ Result<std::pair<std::shared_ptr<Session>, Session::LoadKind>> Session::Load(
   SANDRUN_RETURN_IF_ERROR(s.log_.OpenExisting(dir + "/" + internal::kLogFile));
   std::string tail = s.log_.ReadTail(hub->options.max_output_chars);
   size_t start = 0;
-  while (start < tail.size() && (static_cast<unsigned char>(tail[start]) & 0xC0) == 0x80) ++start;
+  while (start < tail.size() && IsUtf8Continuation(tail[start])) ++start;
   s.collector_.Append(exec::Stream::kStdout, std::string_view(tail).substr(start));
   s.recovered_total_bytes_ = s.log_.size() + s.log_.dropped();
 

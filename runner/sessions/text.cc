@@ -11,14 +11,12 @@ namespace {
 
 constexpr std::string_view kSpace = " \t\r\n\v\f";
 
-bool IsContinuation(char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; }
-
 // Byte offset of the code point `n` characters into `s` (s.size() if fewer).
 size_t OffsetOfChar(std::string_view s, size_t n) {
   size_t i = 0;
   while (i < s.size() && n > 0) {
     ++i;
-    while (i < s.size() && IsContinuation(s[i])) ++i;
+    while (i < s.size() && IsUtf8Continuation(s[i])) ++i;
     --n;
   }
   return i;
@@ -91,7 +89,7 @@ std::string TrimEnd(std::string_view s) {
 size_t CountChars(std::string_view s) {
   size_t n = 0;
   for (char c : s) {
-    if (!IsContinuation(c)) ++n;
+    if (!IsUtf8Continuation(c)) ++n;
   }
   return n;
 }

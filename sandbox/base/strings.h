@@ -16,4 +16,7 @@ std::string Lower(std::string_view s);
 // text must match. Case-sensitive.
 bool GlobMatch(std::string_view pattern, std::string_view text);
 
+// Whether `c` continues a UTF-8 sequence (10xxxxxx): a cut before it splits a character.
+inline bool IsUtf8Continuation(char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; }
+
 }  // namespace sandrun

@@ -1,5 +1,6 @@
 #include "sandbox/executors/output.h"
 
+#include "sandbox/base/strings.h"
 #include "sandbox/executors/process.h"
 
 namespace sandrun::exec {
@@ -109,8 +110,7 @@ std::string OutputCollector::Text() const {
   uint64_t cut = total_ - kept.size();
   // Do not start in the middle of a UTF-8 sequence (at most three trailing bytes; more are
   // garbage that SanitizeOutput replaces).
-  for (int skipped = 0; cut > 0 && skipped < 3 && !kept.empty() &&
-                        (static_cast<unsigned char>(kept.front()) & 0xC0) == 0x80;
+  for (int skipped = 0; cut > 0 && skipped < 3 && !kept.empty() && IsUtf8Continuation(kept.front());
        ++skipped) {
     kept.remove_prefix(1);
     ++cut;
