@@ -95,9 +95,8 @@ void AuditTrail::Exec(const Principal& who, const policy::ExecRequest& request,
   (void)Append(std::move(r));
 }
 
-void AuditTrail::Approval(const Principal& who, const std::string& id, const std::string& decision,
-                          int status) {
-  if (status != 200) return;
+void AuditTrail::Approval(const Principal& who, const std::string& id,
+                          const std::string& decision) {
   audit::AuditRecord r = Base(who);
   r.tool = "approval";
   r.action = decision;

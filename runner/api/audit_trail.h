@@ -32,10 +32,8 @@ class AuditTrail {
   // start); otherwise the one line of a call that ran nothing (deny, ask, error).
   void Exec(const Principal& who, const policy::ExecRequest& request, const ExecToolResult& result,
             bool started);
-  // An operator's answer to approval `id`: `decision` as given, `status` the HTTP status of the
-  // answer (only decided ones, 200, are operator actions worth a line).
-  void Approval(const Principal& who, const std::string& id, const std::string& decision,
-                int status);
+  // An operator's decided answer to approval `id` (its full id): `decision` as given.
+  void Approval(const Principal& who, const std::string& id, const std::string& decision);
 
  private:
   AuditTrail(std::string state_dir, bool required)

@@ -358,8 +358,7 @@ RuntimeReply Runtime::DecideApproval(const Principal& who, const std::string& id
   if (a.status == 200) {
     // The full id (the operator may have given the slug).
     auto answered = ParseJson(a.json);
-    impl_->audit->Approval(who, answered ? JsonString(*answered, "id", id) : id, decision,
-                           a.status);
+    impl_->audit->Approval(who, answered ? JsonString(*answered, "id", id) : id, decision);
   }
   return Count({a.status, a.json});
 }
