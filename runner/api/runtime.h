@@ -32,8 +32,13 @@ namespace sandrun::api {
 
 // Who makes a call. Every call carries one; nothing about the caller is process-global.
 struct Principal {
-  std::string tenant;  // "" for a local server (one tenant: the server's own user)
-  std::string role = "owner";
+  // "" for the local server's own tenant (today's paths under $SANDRUN_HOME); a hosted tenant
+  // (a token's) gets its own config layer, workspaces, approvals file, containers, events.
+  std::string tenant;
+  // "agent" | "operator" | "admin" (auth::RoleName). The local socket's peer of the server's uid
+  // is the admin of tenant "".
+  std::string role = "admin";
+  std::string token_name;  // the bearer token's name ("" for the local socket's admin)
   std::string agent = "main";
   std::string session = "main";
   // The workspace the caller chose ("" = the agent's configured one). Front ends set it only
@@ -47,11 +52,13 @@ struct Principal {
   std::string cwd;
 };
 
-// What a front end renders: an HTTP status (200 handled, 400 refused before anything ran, 404,
-// 409, 500 internal) and one JSON object.
+// What a front end renders: an HTTP status (200 handled, 400 refused before anything ran, 403 not
+// allowed for the role, 404 unknown (or another tenant's), 409, 429 over a quota, 500 internal)
+// and one JSON object.
 struct RuntimeReply {
   int status = 200;
   std::string json;
+  int retry_after_seconds = 0;  // a 429 (quota-exceeded): when to try again (Retry-After)
 };
 
 class Runtime {
