@@ -208,7 +208,7 @@ void ParseTarget(HttpRequestInfo& info) {
 }  // namespace
 
 HttpReply JsonReply(int status, std::string body) {
-  return HttpReply{status, "application/json", std::move(body)};
+  return HttpReply{status, "application/json", std::move(body), {}};
 }
 
 struct HttpServer::Impl {
@@ -281,6 +281,7 @@ bool HttpServer::Impl::Reply(DeadlineStream& stream, unsigned version, const Htt
   http::response<http::string_body> res{static_cast<http::status>(reply.status), version};
   res.set(http::field::content_type, reply.content_type);
   res.set(http::field::server, "sandrun");
+  for (const auto& [name, value] : reply.headers) res.set(name, value);
   res.body() = reply.body;
   res.keep_alive(keep_alive);
   res.prepare_payload();
@@ -302,8 +303,9 @@ void HttpServer::Impl::ServeStream(DeadlineStream& stream, const RouteEntry& rou
   BoostError ec;
   http::write_header(stream, sr, ec);
   if (ec) return;
-  EventWriter writer = [&](const std::string& event, const std::string& data) {
-    std::string frame = "event: " + event + "\n";
+  EventWriter writer = [&](const std::string& event, const std::string& data, uint64_t id) {
+    std::string frame = id > 0 ? "id: " + std::to_string(id) + "\n" : std::string();
+    frame += "event: " + event + "\n";
     size_t start = 0;
     for (size_t nl; (nl = data.find('\n', start)) != std::string::npos; start = nl + 1) {
       frame += "data: " + data.substr(start, nl - start) + "\n";

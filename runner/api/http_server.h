@@ -32,10 +32,12 @@
 #include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sandbox/base/result.h"
@@ -50,12 +52,18 @@ struct HttpRequestInfo {
   std::map<std::string, std::string> headers;  // lowercased names
   std::string body;
   uid_t peer_uid = static_cast<uid_t>(-1);  // SO_PEERCRED of the unix-socket client
+  // "unix" (the local socket: peer_uid is known) or "tcp" (a TCP listener, TLS or loopback
+  // plain): a TCP client has no uid and must present a token.
+  std::string transport = "unix";
+  std::string remote;  // the TCP peer "host:port" ("" on the unix socket)
 };
 
 struct HttpReply {
   int status = 200;
   std::string content_type = "application/json";
   std::string body;
+  // Extra response headers (WWW-Authenticate on a 401, Retry-After on a 429).
+  std::vector<std::pair<std::string, std::string>> headers;
 };
 
 struct HttpServerLimits {
@@ -66,8 +74,10 @@ struct HttpServerLimits {
   size_t max_buffered_bytes = 0;                // request bodies held, all connections
 };
 
-// Writes one server-sent event; false once the client went away.
-using EventWriter = std::function<bool(const std::string& event, const std::string& data)>;
+// Writes one server-sent event (`id` > 0: with an `id:` line, for Last-Event-ID); false once the
+// client went away.
+using EventWriter =
+    std::function<bool(const std::string& event, const std::string& data, uint64_t id)>;
 
 // A connection switched to another protocol (101 Switching Protocols) for its handler: the raw
 // socket (still owned by the server), the bytes the client sent past its request, and the

@@ -98,7 +98,7 @@ int RunServeCommand(const GlobalOptions& global, const ServeOptions& options) {
         "\n# HELP sandrun_sessions Background sessions held.\n# TYPE sandrun_sessions gauge\n"
         "sandrun_sessions " +
         std::to_string(runtime.session_count()) + "\n";
-    return HttpReply{200, "text/plain; version=0.0.4", text};
+    return HttpReply{200, "text/plain; version=0.0.4", text, {}};
   });
   server.Route("POST", "/v1/tools/exec", [&](const HttpRequestInfo& r) {
     return Reply(runtime.Exec(LocalPrincipal(r), r.body));
@@ -128,12 +128,12 @@ int RunServeCommand(const GlobalOptions& global, const ServeOptions& options) {
   server.RouteStream("/v1/events", [&](const HttpRequestInfo&, const EventWriter& write,
                                        const std::atomic<bool>& stopping) {
     auto sub = runtime.Subscribe();
-    if (write("ready", "{}")) {
+    if (write("ready", "{}", 0)) {
       while (!stopping.load()) {
         Runtime::Event event;
         if (runtime.NextEvent(sub, &event, 15000)) {
-          if (!write(event.type, event.json)) break;
-        } else if (!write("ping", "{}")) {  // keeps proxies and dead clients honest
+          if (!write(event.type, event.json, 0)) break;
+        } else if (!write("ping", "{}", 0)) {  // keeps proxies and dead clients honest
           break;
         }
       }
