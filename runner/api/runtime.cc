@@ -89,6 +89,19 @@ RuntimeReply ErrorReply(int status, const std::string& code, const std::string& 
   return {status, RenderToolError(Error::Refusal(code, message))};
 }
 
+}  // namespace
+
+int RefusalStatus(const std::string& wire_code) {
+  if (wire_code == "unauthorized") return 401;
+  if (wire_code == "forbidden") return 403;
+  if (wire_code == "not-found" || wire_code == "session-not-found") return 404;
+  if (wire_code == "conflict") return 409;
+  if (wire_code == "quota-exceeded") return 429;
+  return 400;
+}
+
+namespace {
+
 // What a one-shot runtime answers to the calls only a server can serve.
 RuntimeReply ServerRequired(const char* what) {
   return ErrorReply(400, "server-required",
@@ -284,7 +297,10 @@ RuntimeReply Runtime::Exec(const Principal& who, std::string_view body, const Ca
   const policy::ExecRequest& request = std::get<ToolCall>(parsed).exec;
   ExecToolResult result = impl_->RunAudited(who, request, call_services, cancel);
   for (const std::string& w : result.config_warnings) PrintWarning(w);
-  return Count({result.refused ? 400 : result.internal ? 500 : 200, result.json});
+  return Count({result.refused    ? RefusalStatus(result.error.WireCode())
+                : result.internal ? 500
+                                  : 200,
+                result.json});
 }
 
 ExecToolResult Runtime::ExecForeground(const Principal& who, const policy::ExecRequest& request,
@@ -303,7 +319,10 @@ RuntimeReply Runtime::ApplyPatch(const Principal& who, std::string_view body) {
   auto parsed = ParseCallOf(body, "apply_patch", "/v1/tools/apply_patch");
   if (auto* reply = std::get_if<RuntimeReply>(&parsed)) return Count(std::move(*reply));
   ApplyPatchToolResult result = ApplyPatch(who, std::get<ToolCall>(parsed).apply_patch);
-  return {result.refused ? 400 : result.internal ? 500 : 200, result.json};
+  return {result.refused    ? RefusalStatus(result.error.WireCode())
+          : result.internal ? 500
+                            : 200,
+          result.json};
 }
 
 ApplyPatchToolResult Runtime::ApplyPatch(const Principal& who, const ApplyPatchRequest& request) {
@@ -324,7 +343,9 @@ RuntimeReply Runtime::Process(const Principal& who, std::string_view body) {
   }
   sessions::Scope scope{who.tenant, who.agent, who.session};
   sessions::ProcessResult result = impl_->manager->Process(*parsed, scope);
-  if (result.error) return Count({400, RenderToolError(*result.error)});
+  if (result.error) {
+    return Count({RefusalStatus(result.error->WireCode()), RenderToolError(*result.error)});
+  }
   return Count({200, result.json});
 }
 

@@ -61,6 +61,10 @@ struct RuntimeReply {
   int retry_after_seconds = 0;  // a 429 (quota-exceeded): when to try again (Retry-After)
 };
 
+// The HTTP status of a call refused before anything ran, by its wire code: unauthorized 401,
+// forbidden 403, not-found and session-not-found 404, conflict 409, quota-exceeded 429, else 400.
+int RefusalStatus(const std::string& wire_code);
+
 class Runtime {
  public:
   struct Options {
