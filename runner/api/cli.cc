@@ -183,6 +183,8 @@ int RunCli(int argc, char** argv) {
                     "Unix socket path (default in the state dir)");
   serve->add_flag("--keep-host-processes", serve_options.keep_host_processes,
                   "On shutdown or a crash, leave running host sessions alone (default: kill them)");
+  serve->add_flag("--require-tokens", serve_options.require_tokens,
+                  "The unix socket needs a bearer token too (agents share the server's uid)");
 
   ApplyPatchFlags patch_flags;
   CLI::App* apply_patch = app.add_subcommand(

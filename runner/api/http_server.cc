@@ -229,6 +229,7 @@ struct HttpServer::Impl {
   asio::io_context io;
   std::unique_ptr<Local::acceptor> acceptor;
   std::vector<RouteEntry> routes;
+  Gate gate;
   std::mutex mu;
   std::set<int> live_fds;  // guarded by mu
   size_t active = 0;       // connection threads running, guarded by mu
@@ -358,6 +359,26 @@ void HttpServer::Impl::ServeConnection(int fd, const std::atomic<bool>& stopping
     if (ec) break;
     const unsigned version = parser.get().version();
 
+    HttpRequestInfo info;
+    {
+      auto& head = parser.get();
+      info.method = std::string(head.method_string());
+      info.target = std::string(head.target());
+      info.peer_uid = uid;
+      for (const auto& field : head) {
+        info.headers[Lower(std::string(field.name_string()))] = std::string(field.value());
+      }
+      ParseTarget(info);
+    }
+    if (gate) {
+      if (std::optional<HttpReply> refusal = gate(info)) {
+        // A body not read cannot be skipped safely: the connection ends with the reply.
+        bool keep_alive = parser.is_done() && parser.get().keep_alive() && !stopping.load();
+        if (!Reply(stream, version, *refusal, keep_alive) || !keep_alive) break;
+        continue;
+      }
+    }
+
     Reservation reservation;
     if (!parser.is_done()) {
       // What the body will hold once read: its declared length, or for a chunked body the most
@@ -388,15 +409,7 @@ void HttpServer::Impl::ServeConnection(int fd, const std::atomic<bool>& stopping
     }
 
     auto& req = parser.get();
-    HttpRequestInfo info;
-    info.method = std::string(req.method_string());
-    info.target = std::string(req.target());
     info.body = std::move(req.body());
-    info.peer_uid = uid;
-    for (const auto& field : req) {
-      info.headers[Lower(std::string(field.name_string()))] = std::string(field.value());
-    }
-    ParseTarget(info);
     bool wrong_method = false;
     const RouteEntry* route = Find(info.method, info.path, &wrong_method);
     if (route != nullptr && route->upgrade) {
@@ -462,6 +475,8 @@ void HttpServer::RoutePrefix(const std::string& method, const std::string& prefi
                              Handler handler) {
   impl_->routes.push_back({method, prefix, true, std::move(handler), nullptr, "", nullptr});
 }
+
+void HttpServer::SetGate(Gate gate) { impl_->gate = std::move(gate); }
 
 void HttpServer::RouteStream(const std::string& path, StreamHandler handler) {
   impl_->routes.push_back({"GET", path, false, nullptr, std::move(handler), "", nullptr});
