@@ -28,7 +28,8 @@ namespace sandrun::api {
 
 enum class Purpose {
   kExec,   // the call runs: creates the state dir's instance id if missing
-  kCheck,  // `policy check`: writes nothing, analyses always
+  kCheck,  // `policy check`: analyses always, writes nothing but a tenant's workspace dir
+           // (made as exec makes it, so the verdict is exec's)
 };
 
 struct LoadedCall {
@@ -38,8 +39,9 @@ struct LoadedCall {
   config::ToolPolicy global_tools;  // the config's top-level tools policy
   policy::DecisionInputs inputs;
   // Loading failed: nothing is decided. The wire code says whose fault it is: "internal"
-  // (the state dir), "invalid-config" (config, approvals file, profiles),
-  // "sandbox-unavailable" (the sandbox's seccomp profile or preset).
+  // (the state dir, a tenant's workspace dir), "invalid-config" (config, approvals file,
+  // profiles), "sandbox-unavailable" (the sandbox's seccomp profile or preset), "forbidden" (a
+  // tenant that named a workspace), "invalid-request" (a tenant's invalid tenant or agent id).
   std::optional<Error> failure;
   // Warnings of the config and approvals file loaders, in order (printed by whoever runs the
   // call: see ExecToolResult::config_warnings).

@@ -194,9 +194,9 @@ TEST_F(Tenancy, HostExecutionIsRefusedUnlessTheTenantHasIt) {
     EXPECT_NE(ErrorMessage(r).find("tenants." + c.tenant + ".hostExecution"), std::string::npos)
         << r.json;
     // policy check reports the same verdict: the rule is in the decision.
-    auto check = runtime_->PolicyCheck(
-        Who(c.tenant), R"({"tool":"exec","command":"true")" +
-                           (c.extra.empty() ? std::string() : "," + c.extra) + "}");
+    auto check = runtime_->PolicyCheck(Who(c.tenant),
+                                       R"({"tool":"exec","command":"true")" +
+                                           (c.extra.empty() ? std::string() : "," + c.extra) + "}");
     ASSERT_EQ(check.status, 200) << check.json;
     auto verdict = Parsed(check.json);
     EXPECT_EQ(JsonString(verdict, "decision"), "deny") << check.json;
@@ -206,7 +206,8 @@ TEST_F(Tenancy, HostExecutionIsRefusedUnlessTheTenantHasIt) {
   EXPECT_EQ(Containers("acme").size(), 0u);
   // apply_patch on the gateway is the host's file system too.
   auto patch = runtime_->ApplyPatch(
-      Who("offmode"), R"({"tool":"apply_patch","input":"*** Begin Patch\n*** Add File: x.txt\n+x\n*** End Patch"})");
+      Who("offmode"),
+      R"({"tool":"apply_patch","input":"*** Begin Patch\n*** Add File: x.txt\n+x\n*** End Patch"})");
   EXPECT_EQ(patch.status, 403) << patch.json;
   EXPECT_EQ(ErrorCode(patch), "forbidden");
   // A tenant with hostExecution runs on the gateway (the local server's gateway calls are the
@@ -225,7 +226,8 @@ TEST_F(Tenancy, ATenantCannotNameAWorkspaceOrCwd) {
   EXPECT_EQ(named.status, 403) << named.json;
   EXPECT_EQ(ErrorCode(named), "forbidden");
   auto patch = runtime_->ApplyPatch(
-      who, R"({"tool":"apply_patch","input":"*** Begin Patch\n*** Add File: x.txt\n+x\n*** End Patch"})");
+      who,
+      R"({"tool":"apply_patch","input":"*** Begin Patch\n*** Add File: x.txt\n+x\n*** End Patch"})");
   EXPECT_EQ(patch.status, 403) << patch.json;
   EXPECT_FALSE(std::filesystem::exists(workspace_ + "/x.txt"));
   // The cwd is not the tenant's to give either: it runs in its workspace.
@@ -236,9 +238,13 @@ TEST_F(Tenancy, ATenantCannotNameAWorkspaceOrCwd) {
   EXPECT_EQ(Details(Parsed(pwd.json), "aggregated"), TenantWorkspace("trusted"));
   // apply_patch writes there too.
   auto applied = runtime_->ApplyPatch(
-      who, R"({"tool":"apply_patch","input":"*** Begin Patch\n*** Add File: x.txt\n+x\n*** End Patch"})");
+      who,
+      R"({"tool":"apply_patch","input":"*** Begin Patch\n*** Add File: x.txt\n+x\n*** End Patch"})");
   ASSERT_EQ(applied.status, 200) << applied.json;
   EXPECT_TRUE(std::filesystem::exists(TenantWorkspace("trusted") + "/x.txt"));
+  // The host command reaches it as its cwd (the state dir around it stays hidden).
+  auto cat = Exec(who, "cat x.txt", R"("host":"gateway")");
+  EXPECT_EQ(Details(Parsed(cat.json), "aggregated"), "x") << cat.json;
 }
 
 TEST_F(Tenancy, MaxContainersRefusesANewContainerAndKeepsReusingOld) {
@@ -271,7 +277,8 @@ TEST_F(Tenancy, AnotherTenantsSessionAnswersLikeAnUnknownOne) {
   ASSERT_FALSE(id.empty()) << started.json;
   // An id of the same shape that no tenant has.
   std::string unknown = id;
-  for (char& c : unknown) c = c == 'z' ? 'y' : (std::isalnum(static_cast<unsigned char>(c)) ? 'z' : c);
+  for (char& c : unknown)
+    c = c == 'z' ? 'y' : (std::isalnum(static_cast<unsigned char>(c)) ? 'z' : c);
   auto replaced = [&](std::string json) {
     for (size_t at = json.find(unknown); at != std::string::npos; at = json.find(unknown, at)) {
       json.replace(at, unknown.size(), id);

@@ -72,7 +72,8 @@ TEST(TenantContainer, NameCarriesTheTenant) {
   const std::string acme = exec::ContainerName(Spec("acme", "acme/agent:main"));
   const std::string local = exec::ContainerName(Spec("", "agent:main"));
   EXPECT_EQ(acme.rfind("sandrun-sbx-01234567-acme-agent-main-", 0), 0u) << acme;
-  EXPECT_EQ(acme, "sandrun-sbx-01234567-acme-" + local.substr(std::string("sandrun-sbx-01234567-").size()));
+  EXPECT_EQ(acme, "sandrun-sbx-01234567-acme-" +
+                      local.substr(std::string("sandrun-sbx-01234567-").size()));
   const std::string free = exec::CollisionFreeContainerName(Spec("acme", "acme/agent:main"));
   EXPECT_EQ(free.rfind("sandrun-sbx-01234567-acme-", 0), 0u) << free;
   EXPECT_NE(free, exec::CollisionFreeContainerName(Spec("globex", "globex/agent:main")));
