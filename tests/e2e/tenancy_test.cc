@@ -159,7 +159,7 @@ TEST_F(Tenancy, ScratchDirsOfTwoTenantsNeverMeet) {
   auto local = Exec(Who(""), "ls -A /workspace");
   ASSERT_EQ(local.status, 200) << local.json;
   EXPECT_EQ(Details(Parsed(local.json), "aggregated"), "");
-  EXPECT_EQ(Containers("").size(), 1u);
+  EXPECT_EQ(ContainerCount(), 3u) << "one container per tenant, and the local one";
 }
 
 TEST_F(Tenancy, TheTenantsLayerAndQuotaCeilingsShapeItsSandbox) {

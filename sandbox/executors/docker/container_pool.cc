@@ -108,9 +108,14 @@ docker::ContainerSpec BuildContainerSpec(const SandboxSpec& spec, int64_t create
   c.image = spec.image;
   c.cmd = {"sleep", "infinity"};
   for (const auto& [k, v] : spec.container_env) c.env.push_back(k + "=" + v);
-  c.labels = {{kSandboxLabel, "1"},          {kInstanceLabel, spec.instance_id},
-              {kScopeLabel, spec.scope_key}, {kScopeHashLabel, ScopeKeyHash(spec.scope_key)},
-              {kTenantLabel, spec.tenant},   {kStateDirLabel, spec.state_dir}};
+  c.labels = {{kSandboxLabel, "1"},
+              {kInstanceLabel, spec.instance_id},
+              {kScopeLabel, spec.scope_key},
+              {kScopeHashLabel, ScopeKeyHash(spec.scope_key)},
+              {kStateDirLabel, spec.state_dir}};
+  // The local server's containers stay as they were (their config hash too: no recreation on
+  // upgrade); no label reads as tenant "".
+  if (!spec.tenant.empty()) c.labels[kTenantLabel] = spec.tenant;
   if (created_at_ms > 0) c.labels[kCreatedAtLabel] = std::to_string(created_at_ms);
   c.working_dir = spec.workdir;
   c.user = spec.user;

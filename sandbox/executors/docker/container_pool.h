@@ -36,8 +36,8 @@ inline constexpr char kReachHashLabel[] = "sandrun.reachHash";
 // Which state dir owns the container (operators, and the test suite's leak check).
 inline constexpr char kStateDirLabel[] = "sandrun.stateDir";
 inline constexpr char kCreatedAtLabel[] = "sandrun.createdAtMs";
-// The tenant the container belongs to, on every container ("" for the local server's own):
-// maxContainers counts by it, operators filter by it.
+// The hosted tenant a container belongs to, on each of a hosted tenant's containers (none: the
+// local server's, tenant ""): maxContainers counts by it, operators filter by it.
 inline constexpr char kTenantLabel[] = "sandrun.tenant";
 
 // Container name for a scope: <prefix><instance8>-<slug>, or <prefix><instance8>-<tenant>-<slug>
