@@ -9,6 +9,7 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "runner/api/runtime.h"
 #include "sandbox/base/json.h"
@@ -266,6 +267,34 @@ TEST_F(Tenancy, MaxContainersRefusesANewContainerAndKeepsReusingOld) {
   EXPECT_EQ(globex.status, 200) << globex.json;
   EXPECT_EQ(Containers("acme").size(), 1u);
   EXPECT_EQ(Containers("globex").size(), 1u);
+}
+
+TEST_F(Tenancy, ParallelCallsCannotBothTakeTheLastContainer) {
+  SANDRUN_REQUIRE_DOCKER(client);
+  Start(R"("acme": {"quotas": {"maxContainers": 1}})", "", "session");
+  api::RuntimeReply a, b;
+  std::thread first([&] { a = Exec(Who("acme", "p1"), "echo p1"); });
+  std::thread second([&] { b = Exec(Who("acme", "p2"), "echo p2"); });
+  first.join();
+  second.join();
+  EXPECT_EQ((a.status == 200) + (b.status == 200), 1) << a.json << "\n" << b.json;
+  EXPECT_EQ((a.status == 429) + (b.status == 429), 1) << a.json << "\n" << b.json;
+  EXPECT_EQ(Containers("acme").size(), 1u);
+}
+
+TEST_F(Tenancy, ApplyPatchWritesTheTenantsOwnScratchDir) {
+  SANDRUN_REQUIRE_DOCKER(client);
+  Start(R"("acme": {}, "globex": {})");
+  auto patch = runtime_->ApplyPatch(
+      Who("acme"),
+      R"({"tool":"apply_patch","input":"*** Begin Patch\n*** Add File: p.txt\n+patched\n*** End Patch"})");
+  ASSERT_EQ(patch.status, 200) << patch.json;
+  auto acme = Exec(Who("acme"), "cat /workspace/p.txt");
+  ASSERT_EQ(acme.status, 200) << acme.json;
+  EXPECT_EQ(Details(Parsed(acme.json), "aggregated"), "patched");
+  auto globex = Exec(Who("globex"), "ls -A /workspace");
+  ASSERT_EQ(globex.status, 200) << globex.json;
+  EXPECT_EQ(Details(Parsed(globex.json), "aggregated"), "");
 }
 
 TEST_F(Tenancy, AnotherTenantsSessionAnswersLikeAnUnknownOne) {
