@@ -18,6 +18,9 @@ namespace sandrun::api {
 struct ServeOptions {
   std::string socket;                // "" = $SANDRUN_HOME/sandrun.sock (or --server)
   bool keep_host_processes = false;  // on shutdown, leave gateway sessions running
+  std::string listen;                // --listen HOST:PORT: a TCP listener too ("" = none)
+  std::string tls_cert, tls_key;     // PEM files: TLS on the TCP listener (both or neither)
+  bool require_tokens = false;       // the unix socket needs tokens too
 };
 
 int RunServeCommand(const GlobalOptions& global, const ServeOptions& options);
