@@ -9,8 +9,9 @@ namespace sandrun::api {
 namespace {
 
 Error Bad(const std::string& text, const std::string& why) {
-  return Error(ErrorCode::kInvalidArgument,
-               "--listen " + text + ": " + why + " (HOST:PORT: an IPv4 address, [IPv6] or localhost)");
+  return Error(
+      ErrorCode::kInvalidArgument,
+      "--listen " + text + ": " + why + " (HOST:PORT: an IPv4 address, [IPv6] or localhost)");
 }
 
 }  // namespace
@@ -58,8 +59,8 @@ Result<ListenAddress> ParseListenAddress(const std::string& text) {
 
 std::string ListenUrl(const ListenAddress& address, uint16_t port, bool tls) {
   const bool v6 = address.host.find(':') != std::string::npos;
-  return std::string(tls ? "https://" : "http://") + (v6 ? "[" + address.host + "]" : address.host) +
-         ":" + std::to_string(port);
+  return std::string(tls ? "https://" : "http://") +
+         (v6 ? "[" + address.host + "]" : address.host) + ":" + std::to_string(port);
 }
 
 Result<TcpListenPlan> PlanTcpListener(const std::string& listen, const std::string& tls_cert,
@@ -76,9 +77,9 @@ Result<TcpListenPlan> PlanTcpListener(const std::string& listen, const std::stri
   }
   SANDRUN_ASSIGN_OR_RETURN(ListenAddress address, ParseListenAddress(listen));
   if (!address.loopback && tls_cert.empty()) {
-    return Error(ErrorCode::kInvalidArgument,
-                 "--listen " + listen +
-                     " is not a loopback address: it needs --tls-cert and --tls-key");
+    return Error(
+        ErrorCode::kInvalidArgument,
+        "--listen " + listen + " is not a loopback address: it needs --tls-cert and --tls-key");
   }
   TcpListenPlan plan;
   plan.address = std::move(address);
