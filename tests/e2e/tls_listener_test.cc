@@ -132,7 +132,8 @@ class TlsClient {
       if (closed_ || Clock::now() >= deadline) return false;
       bool progress = false;
       if (!out_.empty()) {
-        int n = SSL_write(ssl_, out_.data(), static_cast<int>(std::min<size_t>(out_.size(), 16384)));
+        int n =
+            SSL_write(ssl_, out_.data(), static_cast<int>(std::min<size_t>(out_.size(), 16384)));
         if (n > 0) {
           out_.erase(0, static_cast<size_t>(n));
           progress = true;
@@ -219,8 +220,7 @@ class TlsListener : public SandrunHome {
       int err = ::open(err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
       dup2(devnull, 1);
       dup2(err, 2);
-      std::vector<const char*> argv = {SANDRUN_BINARY, "--workspace", workspace_.c_str(),
-                                       "serve"};
+      std::vector<const char*> argv = {SANDRUN_BINARY, "--workspace", workspace_.c_str(), "serve"};
       for (const auto& a : serve_args) argv.push_back(a.c_str());
       argv.push_back(nullptr);
       execv(SANDRUN_BINARY, const_cast<char* const*>(argv.data()));
@@ -259,9 +259,9 @@ class TlsListener : public SandrunHome {
 
   // curl with the CA and the token, and `args`.
   ProcessResult Curl(std::vector<std::string> args) {
-    std::vector<std::string> argv = {"/usr/bin/curl", "-sS",           "--max-time",
-                                     "10",            "--cacert",      cert_,
-                                     "-H",            "Authorization: Bearer " + token_};
+    std::vector<std::string> argv = {
+        "/usr/bin/curl", "-sS", "--max-time", "10",
+        "--cacert",      cert_, "-H",         "Authorization: Bearer " + token_};
     argv.insert(argv.end(), args.begin(), args.end());
     return RunProcess(argv);
   }
@@ -306,10 +306,10 @@ TEST_F(TlsListener, HttpsHealthzWithCurlKeepsTheConnectionAlive) {
   auto v12 = Curl({"-f", "--tlsv1.2", "--tls-max", "1.2", "-v", Https("/healthz")});
   EXPECT_EQ(v12.exit_code, 0) << v12.err;
   EXPECT_NE(v12.err.find("TLSv1.2"), std::string::npos) << v12.err;
-  auto v11 = RunProcess({"/usr/bin/openssl", "s_client", "-connect",
-                         "127.0.0.1:" + std::to_string(port_), "-tls1_1", "-cipher",
-                         "DEFAULT@SECLEVEL=0"},
-                        {}, "");
+  auto v11 =
+      RunProcess({"/usr/bin/openssl", "s_client", "-connect", "127.0.0.1:" + std::to_string(port_),
+                  "-tls1_1", "-cipher", "DEFAULT@SECLEVEL=0"},
+                 {}, "");
   EXPECT_NE(v11.exit_code, 0) << v11.out;
 }
 
@@ -356,8 +356,8 @@ TEST_F(TlsListener, PlainLoopbackListenerWorksAndMaxConnectionsRefusesOverTcp) {
 
   UniqueFd over_tcp = ConnectTcp(port_);
   ASSERT_TRUE(over_tcp.valid());
-  const std::string get = "GET /healthz HTTP/1.1\r\nHost: sandrun\r\nAuthorization: Bearer " +
-                          token_ + "\r\n\r\n";
+  const std::string get =
+      "GET /healthz HTTP/1.1\r\nHost: sandrun\r\nAuthorization: Bearer " + token_ + "\r\n\r\n";
   ASSERT_EQ(::send(over_tcp.get(), get.data(), get.size(), MSG_NOSIGNAL),
             static_cast<ssize_t>(get.size()));
   std::string reply = ReadUntil(over_tcp.get(), "}", milliseconds(5000));
@@ -416,11 +416,10 @@ TEST_F(TlsListener, CertificateAndKeyProblemsAreRefusedAtStart) {
   EXPECT_EQ(bad_cert.exit_code, 2);
   EXPECT_NE(bad_cert.err.find("cannot load the TLS certificate " + garbage), std::string::npos)
       << bad_cert.err;
-  auto missing = RefusedServe(
-      {"--listen", listen, "--tls-cert", home_ + "/none.pem", "--tls-key", key_});
+  auto missing =
+      RefusedServe({"--listen", listen, "--tls-cert", home_ + "/none.pem", "--tls-key", key_});
   EXPECT_EQ(missing.exit_code, 2);
-  EXPECT_NE(missing.err.find("cannot load the TLS certificate"), std::string::npos)
-      << missing.err;
+  EXPECT_NE(missing.err.find("cannot load the TLS certificate"), std::string::npos) << missing.err;
   // A key of another certificate.
   const std::string other_key = home_ + "/other-key.pem";
   ASSERT_EQ(RunProcess({"/usr/bin/openssl", "genrsa", "-out", other_key, "2048"}).exit_code, 0);
@@ -428,8 +427,7 @@ TEST_F(TlsListener, CertificateAndKeyProblemsAreRefusedAtStart) {
   EXPECT_EQ(mismatch.exit_code, 2);
   EXPECT_NE(mismatch.err.find("cannot load the TLS private key " + other_key), std::string::npos)
       << mismatch.err;
-  EXPECT_NE(mismatch.err.find("key values mismatch"), std::string::npos)
-      << mismatch.err;
+  EXPECT_NE(mismatch.err.find("key values mismatch"), std::string::npos) << mismatch.err;
   for (const auto* r : {&bad_cert, &missing, &mismatch}) {
     EXPECT_EQ(r->err.find("serving on"), std::string::npos) << r->err;
   }
@@ -482,6 +480,42 @@ TEST_F(TlsListener, ExecStreamOverTlsReadsAndWritesConcurrently) {
   auto parsed = api::ExecReportFromJson(report);
   ASSERT_TRUE(parsed) << report;
   EXPECT_EQ(parsed->exit_code, 0) << report;
+}
+
+// The event stream's writer works over TLS: the ready event, then a background session's.
+TEST_F(TlsListener, EventStreamOverTls) {
+  Prepare();
+  StartTls();
+  TlsClient events;
+  ASSERT_TRUE(events.Connect(port_, cert_));
+  events.Send("GET /v1/events HTTP/1.1\r\nHost: sandrun\r\nAuthorization: Bearer " + token_ +
+              "\r\n\r\n");
+  ASSERT_TRUE(events.ReadUntil("event: ready", milliseconds(5000))) << events.in();
+  EXPECT_EQ(events.in().rfind("HTTP/1.1 200", 0), 0u) << events.in();
+  EXPECT_NE(events.in().find("text/event-stream"), std::string::npos) << events.in();
+  auto r = Curl({"-f", "-H", "Content-Type: application/json", "--data",
+                 R"({"tool":"exec","command":"echo over-tls","background":true})",
+                 Https("/v1/tools/exec")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("running"), std::string::npos) << r.out;
+  EXPECT_TRUE(events.ReadUntil("event: exec.finished", milliseconds(10000))) << events.in();
+}
+
+// Stop() wakes an idle keep-alive TLS connection (its socket's read side is shut): SIGTERM
+// does not wait for server.idleTimeoutMs.
+TEST_F(TlsListener, ShutdownDoesNotWaitForAnIdleTlsConnection) {
+  Prepare(R"("idleTimeoutMs": 60000)");
+  StartTls();
+  TlsClient idle;
+  ASSERT_TRUE(idle.Connect(port_, cert_));
+  idle.Send("GET /healthz HTTP/1.1\r\nHost: sandrun\r\nAuthorization: Bearer " + token_ +
+            "\r\n\r\n");
+  ASSERT_TRUE(idle.ReadUntil("\"ok\":true", milliseconds(5000))) << idle.in();
+  auto start = Clock::now();
+  StopServer();  // exits 0
+  EXPECT_LT(SecondsSince(start), 5.0);
+  EXPECT_FALSE(idle.Pump([] { return false; }, milliseconds(2000)));
+  EXPECT_TRUE(idle.closed()) << "the idle connection was closed";
 }
 
 }  // namespace
