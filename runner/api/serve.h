@@ -1,4 +1,6 @@
-// `sandrun serve`: the long-running server (SPEC §2.3) on $SANDRUN_HOME/sandrun.sock (0600).
+// `sandrun serve`: the long-running server (SPEC §2.3) on $SANDRUN_HOME/sandrun.sock (0600), and
+// with --listen HOST:PORT on TCP too (TLS with --tls-cert/--tls-key; plain only on loopback:
+// listen_address.h), every listener serving the same routes under the same server.* limits.
 //   POST /v1/tools/exec      an exec tool call (background sessions and yieldMs work here)
 //   POST /v1/tools/process   a process tool call (list, poll, log, write, send-keys, ...)
 //   GET  /v1/events          server-sent events: session.started, exec.finished, exec.failed

@@ -13,15 +13,12 @@ TEST(ListenAddress, LoopbackIsOnly127Slash8AndColonColon1) {
     uint16_t port;
     bool loopback;
   };
-  for (const Row& row : {Row{"127.0.0.1:8443", "127.0.0.1", 8443, true},
-                         Row{"127.255.0.9:0", "127.255.0.9", 0, true},
-                         Row{"localhost:80", "127.0.0.1", 80, true},
-                         Row{"[::1]:65535", "::1", 65535, true},
-                         Row{"0.0.0.0:8443", "0.0.0.0", 8443, false},
-                         Row{"128.0.0.1:1", "128.0.0.1", 1, false},
-                         Row{"10.0.0.1:1", "10.0.0.1", 1, false},
-                         Row{"[::]:1", "::", 1, false},
-                         Row{"[::ffff:127.0.0.1]:1", "::ffff:127.0.0.1", 1, false}}) {
+  for (const Row& row :
+       {Row{"127.0.0.1:8443", "127.0.0.1", 8443, true},
+        Row{"127.255.0.9:0", "127.255.0.9", 0, true}, Row{"localhost:80", "127.0.0.1", 80, true},
+        Row{"[::1]:65535", "::1", 65535, true}, Row{"0.0.0.0:8443", "0.0.0.0", 8443, false},
+        Row{"128.0.0.1:1", "128.0.0.1", 1, false}, Row{"10.0.0.1:1", "10.0.0.1", 1, false},
+        Row{"[::]:1", "::", 1, false}, Row{"[::ffff:127.0.0.1]:1", "::ffff:127.0.0.1", 1, false}}) {
     auto parsed = ParseListenAddress(row.text);
     ASSERT_TRUE(parsed) << row.text << ": " << parsed.error().ToString();
     EXPECT_EQ(parsed->host, row.host) << row.text;
@@ -31,10 +28,9 @@ TEST(ListenAddress, LoopbackIsOnly127Slash8AndColonColon1) {
 }
 
 TEST(ListenAddress, NamesMissingPortsAndBadPortsAreRefused) {
-  for (const char* text :
-       {"", "127.0.0.1", "127.0.0.1:", "127.0.0.1:x", "127.0.0.1:65536", "127.0.0.1:-1",
-        "127.0.0.1:80 ", "example.com:80", "::1:80", "[::1]", "[::1]80", "[127.0.0.1]:80",
-        "[localhost]:80", "127.1:80", "[::1:80"}) {
+  for (const char* text : {"", "127.0.0.1", "127.0.0.1:", "127.0.0.1:x", "127.0.0.1:65536",
+                           "127.0.0.1:-1", "127.0.0.1:80 ", "example.com:80", "::1:80", "[::1]",
+                           "[::1]80", "[127.0.0.1]:80", "[localhost]:80", "127.1:80", "[::1:80"}) {
     auto parsed = ParseListenAddress(text);
     EXPECT_FALSE(parsed) << "\"" << text << "\" was accepted";
   }
