@@ -10,7 +10,8 @@ namespace {
 audit::AuditRecord Base(const Principal& who) {
   audit::AuditRecord r;
   r.tenant = who.tenant;
-  r.token = who.provider == "api" ? who.sender : "";
+  // The bearer token's name; a local socket caller is named by its user.
+  r.token = !who.token_name.empty() ? who.token_name : who.provider == "api" ? who.sender : "";
   r.role = who.role;
   r.agent = who.agent;
   r.session = who.session;

@@ -190,7 +190,7 @@ int RunCli(int argc, char** argv) {
                     "PEM certificate (chain) for TLS on --listen (TLS 1.2 or later)");
   serve->add_option("--tls-key", serve_options.tls_key, "PEM private key of --tls-cert");
   serve->add_flag("--require-tokens", serve_options.require_tokens,
-                  "The unix socket needs bearer tokens too (agents sharing the server's uid)");
+                  "The unix socket needs a bearer token too (agents share the server's uid)");
 
   ApplyPatchFlags patch_flags;
   CLI::App* apply_patch = app.add_subcommand(

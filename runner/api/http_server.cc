@@ -246,6 +246,7 @@ struct HttpServer::Impl {
   // Stop() writes a byte: Serve() waits on every listener and this at once.
   UniqueFd wake_read, wake_write;
   std::vector<RouteEntry> routes;
+  Gate gate;
   std::mutex mu;
   std::set<int> live_fds;  // guarded by mu
   size_t active = 0;       // connection threads running, guarded by mu
@@ -387,6 +388,30 @@ void HttpServer::Impl::ServeConnection(int fd, const Listener& listener, const s
     if (ec) break;
     const unsigned version = parser.get().version();
 
+    HttpRequestInfo info;
+    {
+      auto& head = parser.get();
+      info.method = std::string(head.method_string());
+      info.target = std::string(head.target());
+      info.peer_uid = uid;
+      if (listener.tcp) {
+        info.transport = "tcp";
+        info.remote = remote;
+      }
+      for (const auto& field : head) {
+        info.headers[Lower(std::string(field.name_string()))] = std::string(field.value());
+      }
+      ParseTarget(info);
+    }
+    if (gate) {
+      if (std::optional<HttpReply> refusal = gate(info)) {
+        // A body not read cannot be skipped safely: the connection ends with the reply.
+        bool keep_alive = parser.is_done() && parser.get().keep_alive() && !stopping.load();
+        if (!Reply(stream, version, *refusal, keep_alive) || !keep_alive) break;
+        continue;
+      }
+    }
+
     Reservation reservation;
     if (!parser.is_done()) {
       // What the body will hold once read: its declared length, or for a chunked body the most
@@ -417,19 +442,7 @@ void HttpServer::Impl::ServeConnection(int fd, const Listener& listener, const s
     }
 
     auto& req = parser.get();
-    HttpRequestInfo info;
-    info.method = std::string(req.method_string());
-    info.target = std::string(req.target());
     info.body = std::move(req.body());
-    info.peer_uid = uid;
-    if (listener.tcp) {
-      info.transport = "tcp";
-      info.remote = remote;
-    }
-    for (const auto& field : req) {
-      info.headers[Lower(std::string(field.name_string()))] = std::string(field.value());
-    }
-    ParseTarget(info);
     bool wrong_method = false;
     const RouteEntry* route = Find(info.method, info.path, &wrong_method);
     if (route != nullptr && route->upgrade) {
@@ -495,6 +508,8 @@ void HttpServer::RoutePrefix(const std::string& method, const std::string& prefi
                              Handler handler) {
   impl_->routes.push_back({method, prefix, true, std::move(handler), nullptr, "", nullptr});
 }
+
+void HttpServer::SetGate(Gate gate) { impl_->gate = std::move(gate); }
 
 void HttpServer::RouteStream(const std::string& path, StreamHandler handler) {
   impl_->routes.push_back({"GET", path, false, nullptr, std::move(handler), "", nullptr});

@@ -39,6 +39,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -119,6 +120,12 @@ class HttpServer {
                                             const std::atomic<bool>& stopping)>;
   void RouteUpgrade(const std::string& method, const std::string& path, const std::string& protocol,
                     UpgradeHandler handler);
+
+  // Checked for every request once its headers are in, before its body is read or any route
+  // (stream and upgrade ones too) sees it: a reply refuses the request (and, when its body was
+  // not read, closes the connection); nullopt lets it through. The request has no body yet.
+  using Gate = std::function<std::optional<HttpReply>(const HttpRequestInfo&)>;
+  void SetGate(Gate gate);
 
   // Binds `path` (a stale socket file nobody answers on is replaced; a live one is an error),
   // chmod `mode`.

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <thread>
+#include <variant>
 
 #include "runner/api/exec_inputs.h"
 #include "runner/api/exec_route.h"
@@ -15,35 +16,33 @@
 #include "runner/api/http_server.h"
 #include "runner/api/listen_address.h"
 #include "runner/api/runtime.h"
+#include "runner/api/server_auth.h"
 #include "runner/api/server_client.h"
 #include "runner/api/tool_call.h"
+#include "runner/auth/tokens.h"
 #include "runner/config/state_dir.h"
 
 namespace sandrun::api {
 namespace {
 
-std::string Header(const HttpRequestInfo& r, const char* name, const std::string& fallback) {
-  auto it = r.headers.find(name);
-  return it == r.headers.end() || it->second.empty() ? fallback : it->second;
+HttpReply Reply(const RuntimeReply& r) {
+  HttpReply reply = JsonReply(r.status, r.json);
+  if (r.retry_after_seconds > 0) {
+    reply.headers.emplace_back("Retry-After", std::to_string(r.retry_after_seconds));
+  }
+  return reply;
 }
 
-// The caller of a request on the local socket: provider "api", the client's user name
-// (SO_PEERCRED) as sender, the agent and session of the X-Sandrun-* headers. A client may pick
-// its workspace only if it is this server's own user: another user must not get a directory of
-// ours mounted into a sandbox.
-Principal LocalPrincipal(const HttpRequestInfo& r) {
-  Principal who;
-  who.provider = "api";
-  who.sender = UserName(r.peer_uid);
-  who.uid = r.peer_uid;
-  who.agent = Header(r, "x-sandrun-agent", "main");
-  who.session = Header(r, "x-sandrun-session", "main");
-  std::string workspace = Header(r, "x-sandrun-workspace", "");
-  if (!workspace.empty() && r.peer_uid == ::geteuid()) who.workspace_root = workspace;
-  return who;
+// A route's handler given the principal the request speaks for (ServerAuth): the gate refused
+// what it would refuse, but the tokens may have changed since, so it is asked again.
+template <typename Fn>
+HttpServer::Handler As(ServerAuth& auth, Fn fn) {
+  return [&auth, fn](const HttpRequestInfo& r) -> HttpReply {
+    auto decided = auth.Authorize(r);
+    if (auto* refusal = std::get_if<HttpReply>(&decided)) return std::move(*refusal);
+    return fn(r, std::get<Principal>(decided));
+  };
 }
-
-HttpReply Reply(const RuntimeReply& r) { return JsonReply(r.status, r.json); }
 
 HttpServerLimits LimitsFrom(const config::ServerSettings& s) {
   HttpServerLimits limits;
@@ -90,51 +89,71 @@ int RunServeCommand(const GlobalOptions& global, const ServeOptions& options) {
   }
   Runtime& runtime = **started;
 
+  ServerAuth auth(auth::TokensPath(runtime.state_dir()), options.require_tokens, ::geteuid());
+  if (Status loaded = auth.Load(); !loaded) {
+    PrintError("cannot start without the tokens file: " + loaded.error().ToString());
+    return kExitRefused;
+  }
+
   HttpServer server(LimitsFrom(runtime.server_settings()));
+  // Nothing is read past a request's headers, routed or upgraded before its caller is known.
+  server.SetGate([&](const HttpRequestInfo& r) { return auth.Refusal(r); });
   server.Route("GET", "/healthz", [&](const HttpRequestInfo&) {
     return JsonReply(200,
                      "{\"ok\":true,\"sessions\":" + std::to_string(runtime.session_count()) + "}");
   });
-  server.Route("GET", "/metrics", [&](const HttpRequestInfo&) {
-    std::string text =
-        "# HELP sandrun_requests_total Tool calls handled.\n# TYPE sandrun_requests_total counter\n"
-        "sandrun_requests_total " +
-        std::to_string(runtime.requests()) +
-        "\n# HELP sandrun_refused_total Tool calls refused before anything ran.\n"
-        "# TYPE sandrun_refused_total counter\nsandrun_refused_total " +
-        std::to_string(runtime.refused()) +
-        "\n# HELP sandrun_sessions Background sessions held.\n# TYPE sandrun_sessions gauge\n"
-        "sandrun_sessions " +
-        std::to_string(runtime.session_count()) + "\n";
-    return HttpReply{200, "text/plain; version=0.0.4", text, {}};
-  });
-  server.Route("POST", "/v1/tools/exec", [&](const HttpRequestInfo& r) {
-    return Reply(runtime.Exec(LocalPrincipal(r), r.body));
-  });
-  server.Route("POST", "/v1/tools/apply_patch", [&](const HttpRequestInfo& r) {
-    return Reply(runtime.ApplyPatch(LocalPrincipal(r), r.body));
-  });
+  server.Route(
+      "GET", "/metrics", As(auth, [&](const HttpRequestInfo&, const Principal&) {
+        std::string text =
+            "# HELP sandrun_requests_total Tool calls handled.\n# TYPE sandrun_requests_total "
+            "counter\n"
+            "sandrun_requests_total " +
+            std::to_string(runtime.requests()) +
+            "\n# HELP sandrun_refused_total Tool calls refused before anything ran.\n"
+            "# TYPE sandrun_refused_total counter\nsandrun_refused_total " +
+            std::to_string(runtime.refused()) +
+            "\n# HELP sandrun_sessions Background sessions held.\n# TYPE sandrun_sessions gauge\n"
+            "sandrun_sessions " +
+            std::to_string(runtime.session_count()) + "\n";
+        return HttpReply{200, "text/plain; version=0.0.4", text, {}};
+      }));
+  server.Route("POST", "/v1/tools/exec",
+               As(auth, [&](const HttpRequestInfo& r, const Principal& who) {
+                 return Reply(runtime.Exec(who, r.body));
+               }));
+  server.Route("POST", "/v1/tools/apply_patch",
+               As(auth, [&](const HttpRequestInfo& r, const Principal& who) {
+                 return Reply(runtime.ApplyPatch(who, r.body));
+               }));
   // `sandrun exec` through the server: the exec stream (exec_route.h), upgraded from POST.
   server.RouteUpgrade(
       "POST", "/v1/exec", kExecUpgrade,
       [&](const HttpRequestInfo& r, UpgradedConnection& conn, const std::atomic<bool>& stopping) {
-        ServeExecStream(r, conn, stopping, runtime, LocalPrincipal(r));
+        auto decided = auth.Authorize(r);
+        if (auto* who = std::get_if<Principal>(&decided)) {
+          ServeExecStream(r, conn, stopping, runtime, *who);
+        }
       });
-  server.Route("POST", "/v1/tools/process", [&](const HttpRequestInfo& r) {
-    return Reply(runtime.Process(LocalPrincipal(r), r.body));
-  });
-  server.Route("POST", "/v1/policy/check", [&](const HttpRequestInfo& r) {
-    return Reply(runtime.PolicyCheck(LocalPrincipal(r), r.body));
-  });
-  server.Route("GET", "/v1/approvals", [&](const HttpRequestInfo& r) {
-    return Reply(runtime.ListApprovals(LocalPrincipal(r)));
-  });
-  server.RoutePrefix("POST", "/v1/approvals/", [&](const HttpRequestInfo& r) {
-    const std::string id = r.path.substr(std::string("/v1/approvals/").size());
-    return Reply(runtime.DecideApproval(LocalPrincipal(r), id, r.body));
-  });
-  server.RouteStream("/v1/events", [&](const HttpRequestInfo&, const EventWriter& write,
+  server.Route("POST", "/v1/tools/process",
+               As(auth, [&](const HttpRequestInfo& r, const Principal& who) {
+                 return Reply(runtime.Process(who, r.body));
+               }));
+  server.Route("POST", "/v1/policy/check",
+               As(auth, [&](const HttpRequestInfo& r, const Principal& who) {
+                 return Reply(runtime.PolicyCheck(who, r.body));
+               }));
+  server.Route("GET", "/v1/approvals", As(auth, [&](const HttpRequestInfo&, const Principal& who) {
+                 return Reply(runtime.ListApprovals(who));
+               }));
+  server.RoutePrefix("POST", "/v1/approvals/",
+                     As(auth, [&](const HttpRequestInfo& r, const Principal& who) {
+                       const std::string id = r.path.substr(std::string("/v1/approvals/").size());
+                       return Reply(runtime.DecideApproval(who, id, r.body));
+                     }));
+  server.RouteStream("/v1/events", [&](const HttpRequestInfo& r, const EventWriter& write,
                                        const std::atomic<bool>& stopping) {
+    auto decided = auth.Authorize(r);
+    if (!std::holds_alternative<Principal>(decided)) return;
     auto sub = runtime.Subscribe();
     if (write("ready", "{}", 0)) {
       while (!stopping.load()) {
@@ -172,6 +191,17 @@ int RunServeCommand(const GlobalOptions& global, const ServeOptions& options) {
       timespec slice{0, 200 * 1000 * 1000};
       int sig = sigtimedwait(&stop_signals, nullptr, &slice);
       if (sig <= 0) continue;
+      if (sig == SIGHUP) {
+        // Reload, not stop: tokens (a revocation) and config take effect at the next request.
+        Status reloaded = auth.Reload();
+        if (reloaded) {
+          std::fprintf(stderr, "sandrun: SIGHUP: tokens reloaded\n");
+        } else {
+          PrintWarning("SIGHUP: tokens not reloaded (the ones loaded stay in force): " +
+                       reloaded.error().ToString());
+        }
+        continue;
+      }
       std::fprintf(stderr, "sandrun: %s: shutting down\n", sigabbrev_np(sig));
       server.Stop();
       runtime.CloseEvents();
