@@ -127,13 +127,14 @@ struct Runtime::Impl {
   std::unique_ptr<AuditTrail> audit;  // every decision, every operator answer
 
   // The per-call options the tool code reads: the principal's agent, session and workspace
-  // over the server's own --config/--server.
+  // over the server's own --config/--server. A hosted tenant's workspace is its own
+  // (CallWorkspaceDir refuses a workspace_root it was given), and the cwd is not its to give.
   GlobalOptions GlobalFor(const Principal& who) const {
     GlobalOptions g = global;
     g.agent = who.agent;
     g.session = who.session;
     g.workspace = who.workspace_root;
-    g.cwd = who.cwd;
+    g.cwd = who.tenant.empty() ? who.cwd : std::string();
     return g;
   }
   // One exec call with its audit lines: the decision to run before anything starts (on_run),
@@ -158,6 +159,7 @@ struct Runtime::Impl {
     caller.uid = who.sender.empty() ? who.uid : -1;
     caller.agent_id = who.agent;
     caller.session_key = who.session;
+    caller.tenant = who.tenant;  // host_execution: the loader reads it from the tenant's layer
     return caller;
   }
 };
