@@ -21,6 +21,7 @@ The whole run is bounded by --deadline seconds (default 300): past it everything
 """
 
 import argparse
+import faulthandler
 import http.client
 import json
 import os
@@ -114,7 +115,9 @@ class Run:
         self.port = None
         self.tls = None
         self.failures = []
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()
+        self.event_socks = []
+        self.stop_events = threading.Event()
 
     def fail(self, what):
         with self.lock:
@@ -167,7 +170,14 @@ class Run:
 
     # 1. Event streams, one per tenant, read until the run ends.
     def subscribe(self, tenant, seen, ready):
-        conn = http.client.HTTPSConnection("127.0.0.1", self.port, timeout=5, context=self.tls)
+        conn = http.client.HTTPSConnection("127.0.0.1", self.port, timeout=20, context=self.tls)
+        conn.connect()
+        # No read timeout on the stream (a timed-out read ends an http.client response for
+        # good): the main thread ends it by shutting the socket down (end_events).
+        sock = conn.sock
+        sock.settimeout(None)
+        with self.lock:
+            self.event_socks.append(sock)
         conn.request("GET", "/v1/events",
                      headers={"Authorization": "Bearer " + self.tokens[tenant]["operator"]})
         resp = conn.getresponse()
@@ -179,9 +189,7 @@ class Run:
         while not self.stop_events.is_set():
             try:
                 line = resp.fp.readline()
-            except (socket.timeout, TimeoutError):
-                continue
-            except OSError:
+            except (OSError, ValueError):
                 break
             if not line:
                 break
@@ -197,7 +205,20 @@ class Run:
                     continue
                 with self.lock:
                     seen.append(data)
-        conn.close()
+        try:
+            conn.close()
+        except OSError:
+            pass
+
+    def end_events(self):
+        self.stop_events.set()
+        with self.lock:
+            socks = list(self.event_socks)
+        for sock in socks:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
 
     # 2. One background session, polled to its end.
     def session(self, tenant, index, results):
@@ -330,6 +351,10 @@ class Run:
         shutil.rmtree(self.home, ignore_errors=True)
 
 
+def progress(what):
+    print(f"tenants_load: {what}", file=sys.stderr, flush=True)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--binary", required=True)
@@ -347,7 +372,9 @@ def main():
     run = Run(args)
     # Bounded: past the deadline the run stops itself (the server and its containers go too).
     def expire(*_):
-        run.fail(f"the run exceeded --deadline {args.deadline} s")
+        # No lock here: the interrupted thread may hold it.
+        run.failures.append(f"the run exceeded --deadline {args.deadline} s")
+        faulthandler.dump_traceback(file=sys.stderr, all_threads=True)  # where it was stuck
         run.cleanup()
         print(json.dumps({"ok": False, "failures": run.failures}, indent=1))
         os._exit(1)
@@ -357,7 +384,6 @@ def main():
     summary = {}
     try:
         run.setup()
-        run.stop_events = threading.Event()
         events = {t: [] for t in run.tokens}
         subscribers = []
         for t in run.tokens:
@@ -367,6 +393,7 @@ def main():
             if not ready.wait(20):
                 run.fail(f"{t}: the event stream did not become ready")
             subscribers.append(th)
+        progress("event streams ready")
         results = []
         workers = [threading.Thread(target=run.session, args=(t, i, results))
                    for t in run.tokens for i in range(args.sessions)]
@@ -374,6 +401,7 @@ def main():
             w.start()
         for w in workers:
             w.join()
+        progress(f"{len(results)} sessions done")
         lost = args.tenants * args.sessions - sum(1 for r in results if r["ok"])
         visible, checks = run.cross_tenant(results)
         # Every session's end reached its own tenant's stream, and nothing else did.
@@ -396,9 +424,13 @@ def main():
                     run.fail(f"{t}'s event stream carried other tenants' sessions {foreign}")
                 if not by_tenant[t] <= ids:
                     run.fail(f"{t}'s event stream missed {by_tenant[t] - ids}")
+        progress("cross-tenant probes and events checked")
         latency = run.latency(args.latency_calls)
+        progress("latency measured")
         during = len(run.containers())
-        run.stop_events.set()
+        run.end_events()
+        for th in subscribers:
+            th.join(10)
         code = run.stop_server()
         if code != 0:
             run.fail(f"the server exited {code} on SIGTERM")
