@@ -27,8 +27,10 @@ HttpReply Refuse(int status, const std::string& code, const std::string& message
 // RFC 6750 §3: a request without credentials gets the bare challenge, one with a bad token
 // error="invalid_token".
 HttpReply Unauthorized(const std::string& message, bool presented) {
-  HttpReply reply = Refuse(401, "unauthorized", message + ": this server needs a valid token "
-                                                          "(Authorization: Bearer <secret>)");
+  HttpReply reply = Refuse(401, "unauthorized",
+                           message +
+                               ": this server needs a valid token "
+                               "(Authorization: Bearer <secret>)");
   reply.headers.emplace_back(
       "WWW-Authenticate",
       presented ? "Bearer realm=\"sandrun\", error=\"invalid_token\"" : "Bearer realm=\"sandrun\"");
@@ -123,8 +125,8 @@ std::variant<Principal, HttpReply> ServerAuth::Authorize(const HttpRequestInfo& 
     return who;
   }
   std::shared_ptr<const auth::TokensFile> tokens = Current();
-  auto identity = auth::Authenticate(tokens ? *tokens : auth::TokensFile{}, bearer.value_or(""),
-                                     UnixMillis());
+  auto identity =
+      auth::Authenticate(tokens ? *tokens : auth::TokensFile{}, bearer.value_or(""), UnixMillis());
   if (!identity) return Unauthorized(identity.error().message, bearer.has_value());
 
   Principal who;

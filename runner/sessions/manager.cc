@@ -68,6 +68,22 @@ std::string Event::ToJson() const {
   str(text);
   w.Key("atMs");
   w.Int64(at_ms);
+  w.Key("status");
+  w.String(SessionStatusName(status));
+  w.Key("exitCode");
+  if (exit_code) {
+    w.Int(*exit_code);
+  } else {
+    w.Null();
+  }
+  w.Key("signal");
+  if (signal.empty()) {
+    w.Null();
+  } else {
+    str(signal);
+  }
+  w.Key("timedOut");
+  w.Bool(timed_out);
   w.EndObject();
   return std::string(buffer.GetString(), buffer.GetSize());
 }
@@ -306,6 +322,37 @@ std::vector<std::shared_ptr<Session>> SessionManager::Visible(const Scope& scope
 size_t SessionManager::size() const {
   std::lock_guard<std::mutex> lock(mu_);
   return sessions_.size();
+}
+
+SessionManager::TenantUsage SessionManager::UsageOf(const std::string& tenant) const {
+  std::vector<std::shared_ptr<Session>> of_tenant;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [id, session] : sessions_) {
+      if (session->meta().scope.tenant == tenant) of_tenant.push_back(session);
+    }
+  }
+  // Outside mu_: a session's own lock is never taken under the manager's.
+  TenantUsage usage;
+  for (const auto& session : of_tenant) {
+    if (!session->backgrounded()) continue;  // a run in its yield window is its call's
+    ++usage.held;
+    if (!session->finished()) ++usage.running;
+  }
+  return usage;
+}
+
+std::map<std::string, size_t> SessionManager::RunningByTenant() const {
+  std::vector<std::shared_ptr<Session>> all;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [id, session] : sessions_) all.push_back(session);
+  }
+  std::map<std::string, size_t> running;
+  for (const auto& session : all) {
+    if (session->backgrounded() && !session->finished()) ++running[session->meta().scope.tenant];
+  }
+  return running;
 }
 
 }  // namespace sandrun::sessions

@@ -24,6 +24,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -67,9 +68,15 @@ struct Event {
   std::string session_id;
   std::string text;  // the notifyOnExit text (OpenClaw's), or a started notice
   int64_t at_ms = 0;
+  // The structured end, for clients that should not parse `text`: "running" when started.
+  SessionStatus status = SessionStatus::kRunning;
+  std::optional<int> exit_code;
+  std::string signal;  // "SIGKILL", or ""
+  bool timed_out = false;
 
   static const char* TypeName(Type type);  // session.started | exec.finished | exec.failed
-  // {"type","sessionId","tenant","agentId","sessionKey","text","atMs"}
+  // {"type","sessionId","tenant","agentId","sessionKey","text","atMs","status","exitCode",
+  //  "signal","timedOut"} (exitCode and signal null when there is none)
   std::string ToJson() const;
 };
 
@@ -139,6 +146,14 @@ class SessionManager {
   std::shared_ptr<Session> Find(const std::string& id, const Scope& scope) const;
   // Every registered session (any scope), for metrics.
   size_t size() const;
+  // A tenant's background sessions (the quotas and metrics): held (not removed), running.
+  struct TenantUsage {
+    size_t held = 0;
+    size_t running = 0;
+  };
+  TenantUsage UsageOf(const std::string& tenant) const;
+  // Running background sessions by tenant (metrics).
+  std::map<std::string, size_t> RunningByTenant() const;
 
  private:
   std::vector<std::shared_ptr<Session>> Visible(const Scope& scope) const;

@@ -285,6 +285,10 @@ void Session::CollectEventsLocked(std::vector<Event>& events) {
   e.scope = meta_.scope;
   e.session_id = id_;
   e.at_ms = ended_at_ms_;
+  e.status = status_;
+  e.exit_code = exit_code_;
+  e.signal = exit_signal_;
+  e.timed_out = phase_ == Phase::kTimedOut;
   e.text = std::string("Exec ") + (completed ? "completed" : "failed") + " (" + id_.substr(0, 8) +
            ", " + label + ")" + (output.empty() ? "" : " :: " + output);
   events.push_back(std::move(e));
