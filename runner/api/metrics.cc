@@ -113,8 +113,7 @@ std::string RuntimeMetrics::Text(const TenantFilter& filter, const Gauges& gauge
       out += std::string(name) + "{tenant=\"" + Label(tenant) + "\"} " + std::to_string(n) + "\n";
     }
   };
-  gauge("sandrun_running_sessions", "Background sessions still running.",
-        gauges.running_sessions);
+  gauge("sandrun_running_sessions", "Background sessions still running.", gauges.running_sessions);
   gauge("sandrun_pending_approvals", "Approvals waiting for an operator.",
         gauges.pending_approvals);
   if (gauges.containers) {

@@ -75,8 +75,7 @@ std::variant<Quotas::ExecSlot, QuotaRefusal> Quotas::AdmitExec(
                       std::to_string(used.running) + " background sessions running");
     }
     const size_t sessions = st.may_background + used.held;
-    if (may_background && q.max_sessions > 0 &&
-        static_cast<int64_t>(sessions) >= q.max_sessions) {
+    if (may_background && q.max_sessions > 0 && static_cast<int64_t>(sessions) >= q.max_sessions) {
       return Over(tenant, "maxSessions", q.max_sessions, kBusyRetrySeconds,
                   std::to_string(used.held) + " background sessions held and " +
                       std::to_string(st.may_background) +
