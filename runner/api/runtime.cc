@@ -142,6 +142,19 @@ struct Runtime::Impl {
     quotas.SetLimits(std::move(limits));
     std::lock_guard<std::mutex> lock(config_mu);
     config = std::make_shared<const config::Config>(std::move(cfg));
+    SetLogBudgetsLocked();
+  }
+  // maxLogBytes goes to the session manager (once it exists and recovered: Start calls this
+  // again then). Caller holds config_mu.
+  void SetLogBudgetsLocked() {
+    if (!manager || !config) return;
+    std::map<std::string, uint64_t> budgets;
+    for (const auto& [id, tenant] : config->tenants) {
+      if (!id.empty() && tenant.quotas.max_log_bytes > 0) {
+        budgets[id] = static_cast<uint64_t>(tenant.quotas.max_log_bytes);
+      }
+    }
+    manager->SetLogBudgets(std::move(budgets));
   }
 
   // A call over a quota: its audit line (deny, quota-exceeded), counted, the 429; nothing ran.
@@ -279,6 +292,10 @@ Result<std::unique_ptr<Runtime>> Runtime::Start(const GlobalOptions& global, Opt
   for (const auto& w : recovered.warnings) PrintWarning(w);
   impl->recovered_finished = recovered.finished;
   impl->recovered_lost = recovered.lost;
+  {
+    std::lock_guard<std::mutex> lock(impl->config_mu);
+    impl->SetLogBudgetsLocked();
+  }
   // Approved commands run as background sessions of the caller that asked.
   impl->broker = std::make_unique<ApprovalBroker>(
       impl->state_dir,

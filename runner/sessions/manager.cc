@@ -105,6 +105,10 @@ SessionManager::~SessionManager() {
   sweep_cv_.notify_all();
   if (sweeper_.joinable()) sweeper_.join();
   SetEventSink(nullptr);
+  {
+    std::lock_guard<std::mutex> lock(hub_->log_budget_mu);
+    hub_->enforce_log_budget = nullptr;  // sessions may outlive this object briefly
+  }
   std::map<std::string, std::shared_ptr<Session>> sessions;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -250,6 +254,60 @@ void SessionManager::Discard(const std::string& id) {
     if (it == sessions_.end() || it->second->backgrounded()) return;
   }
   Remove(id);
+}
+
+void internal::Hub::LogGrew(const std::string& tenant) {
+  std::lock_guard<std::mutex> lock(log_budget_mu);
+  auto it = log_budgets.find(tenant);
+  if (it == log_budgets.end() || !enforce_log_budget) return;
+  enforce_log_budget(tenant, it->second);
+}
+
+void SessionManager::SetLogBudgets(std::map<std::string, uint64_t> budgets) {
+  std::erase_if(budgets, [](const auto& entry) { return entry.second == 0; });
+  std::lock_guard<std::mutex> lock(hub_->log_budget_mu);
+  hub_->log_budgets = std::move(budgets);
+  if (!hub_->enforce_log_budget) {
+    hub_->enforce_log_budget = [this](const std::string& tenant, uint64_t budget) {
+      EnforceLogBudget(tenant, budget);
+    };
+  }
+}
+
+void SessionManager::EnforceLogBudget(const std::string& tenant, uint64_t budget) {
+  struct Held {
+    std::shared_ptr<Session> session;
+    uint64_t bytes;
+    SessionSnapshot snapshot;
+  };
+  std::vector<Held> held;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [id, session] : sessions_) {
+      if (session->meta().scope.tenant == tenant) held.push_back({session, 0, {}});
+    }
+  }
+  // Outside mu_: a session's own lock is never taken under the manager's.
+  uint64_t total = 0;
+  for (Held& h : held) {
+    h.snapshot = h.session->Snapshot();
+    h.bytes = h.snapshot.backgrounded ? h.session->log_bytes() : 0;
+    total += h.bytes;
+  }
+  if (total <= budget) return;
+  // Oldest finished first.
+  std::sort(held.begin(), held.end(), [](const Held& a, const Held& b) {
+    return a.snapshot.ended_at_ms < b.snapshot.ended_at_ms;
+  });
+  for (Held& h : held) {
+    if (!h.snapshot.finished || h.bytes == 0) continue;
+    h.session->DropLog();
+    total -= h.bytes;
+    if (total <= budget) return;
+  }
+  for (Held& h : held) {
+    if (h.snapshot.backgrounded && !h.snapshot.finished) h.session->CapLog();
+  }
 }
 
 void SessionManager::SetEventSink(std::function<void(const Event&)> sink) {

@@ -131,6 +131,13 @@ class SessionManager {
   // quick. Replaces the previous sink; nullptr to stop.
   void SetEventSink(std::function<void(const Event&)> sink);
 
+  // maxLogBytes by tenant (0 or absent: no limit): the tenant's background sessions' logs
+  // together. When over, the logs of its oldest finished sessions are dropped first (emptied;
+  // the session stays, its `log` says truncated); when only running ones are left, each keeps
+  // the head it has on disk and its in-memory tail (poll), drops the rest and is marked
+  // truncated. Checked as output arrives.
+  void SetLogBudgets(std::map<std::string, uint64_t> budgets);
+
   // Drops finished background sessions whose end is older than the TTL (and their files).
   void Sweep();
 
@@ -162,6 +169,7 @@ class SessionManager {
   bool AdoptOrLose(Session& session);
   void Remove(const std::string& id);
   void SweeperLoop();
+  void EnforceLogBudget(const std::string& tenant, uint64_t budget);
 
   ProcessResult List(const Scope& scope);
   ProcessResult Poll(const ProcessRequest& request, const std::shared_ptr<Session>& session);

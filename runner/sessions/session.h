@@ -156,6 +156,11 @@ class Session {
   // The poll backoff: 5000 after new output, else 5000, 10000, 30000, 60000 for consecutive
   // empty polls.
   int64_t NextRetryMs(bool had_new_output);
+  // The tenant's log quota (SessionManager::SetLogBudgets): bytes kept in the log, and the two
+  // ways it shrinks or stops growing (OutputLog::Drop, OutputLog::CapAtCurrentSize).
+  uint64_t log_bytes() const;
+  void DropLog();
+  void CapLog();
   // A line slice of the whole output log (see OutputLog::Slice).
   LogSlice SliceLog(std::optional<int64_t> offset, std::optional<int64_t> limit) const;
 

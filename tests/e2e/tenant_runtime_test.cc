@@ -246,6 +246,97 @@ TEST_F(TenantRuntime, ReloadTakesNewQuotasAndKeepsThemWhenTheConfigIsBroken) {
   ExpectOverQuota(runtime_->Process(alpha, ProcessCall("list")), "requestsPerMinute");
 }
 
+// Waits until the session no longer runs (or 30 s); its final poll.
+RuntimeReply PollUntilDone(Runtime& runtime, const Principal& who, const std::string& id) {
+  RuntimeReply r;
+  for (int i = 0; i < 60; ++i) {
+    r = runtime.Process(who, "{\"tool\":\"process\",\"action\":\"poll\",\"sessionId\":\"" + id +
+                                 "\",\"timeout\":500}");
+    if (DetailOf(r, "status") != "running") return r;
+  }
+  ADD_FAILURE() << id << " did not finish: " << r.json;
+  return r;
+}
+
+// `process log` of a session: {text, totalChars, truncated}.
+struct LogOf {
+  std::string text;
+  int64_t total_chars = -1;
+  bool truncated = false;
+};
+LogOf ReadLog(Runtime& runtime, const Principal& who, const std::string& id) {
+  RuntimeReply r = runtime.Process(who, ProcessCall("log", id));
+  LogOf log;
+  auto doc = ParseJson(r.json);
+  if (!doc) return log;
+  if (const auto* content = JsonMember(*doc, "content");
+      content && content->IsArray() && !content->Empty()) {
+    log.text = JsonString((*content)[0], "text");
+  }
+  if (const auto* d = JsonMember(*doc, "details")) {
+    log.total_chars = JsonInt(*d, "totalChars", -1);
+    log.truncated = JsonBool(*d, "truncated");
+  }
+  return log;
+}
+
+TEST_F(TenantRuntime, MaxLogBytesDropsOldestFinishedLogsFirstThenCapsRunningOnes) {
+  TenantsConfig("\"maxLogBytes\": 4096");
+  StartRuntime();
+  const Principal alpha = Of("alpha");
+  auto print = [](const char* mark, int bytes) {
+    return std::string("echo ") + mark + "; head -c " + std::to_string(bytes) +
+           " /dev/zero | tr '\\0' x; echo";
+  };
+  const std::string a =
+      DetailOf(runtime_->Exec(alpha, ExecCall(print("A-HEAD", 3000), true)), "sessionId");
+  ASSERT_FALSE(a.empty());
+  PollUntilDone(*runtime_, alpha, a);
+  EXPECT_GT(ReadLog(*runtime_, alpha, a).total_chars, 3000);
+  const std::string b =
+      DetailOf(runtime_->Exec(alpha, ExecCall(print("B-HEAD", 3000), true)), "sessionId");
+  ASSERT_FALSE(b.empty());
+  PollUntilDone(*runtime_, alpha, b);
+  // Over 4096 together: the older finished log (A) is dropped, B's is kept whole.
+  LogOf a_log = ReadLog(*runtime_, alpha, a);
+  EXPECT_EQ(a_log.total_chars, 0) << a_log.text;
+  EXPECT_TRUE(a_log.truncated);
+  LogOf b_log = ReadLog(*runtime_, alpha, b);
+  EXPECT_GT(b_log.total_chars, 3000);
+  EXPECT_FALSE(b_log.truncated);
+  EXPECT_NE(b_log.text.find("B-HEAD"), std::string::npos);
+  EXPECT_EQ(SessionsOf("alpha").size(), 2u) << "the sessions stay, only their logs go";
+
+  // Beta's logs are its own: the same output is kept.
+  const std::string beta_id =
+      DetailOf(runtime_->Exec(Of("beta"), ExecCall(print("BETA", 6000), true)), "sessionId");
+  PollUntilDone(*runtime_, Of("beta"), beta_id);
+  EXPECT_GT(ReadLog(*runtime_, Of("beta"), beta_id).total_chars, 6000);
+
+  // A running session past the quota (once B's log is gone too) keeps its head on disk and its
+  // tail in memory, and is marked truncated.
+  const std::string c = DetailOf(
+      runtime_->Exec(alpha,
+                     ExecCall(print("C-HEAD", 5000) + "; sleep 1; echo C-TAIL; sleep 30", true)),
+      "sessionId");
+  ASSERT_FALSE(c.empty());
+  RuntimeReply polled;
+  for (int i = 0; i < 60; ++i) {
+    polled = runtime_->Process(alpha, "{\"tool\":\"process\",\"action\":\"poll\",\"sessionId\":\"" +
+                                          c + "\",\"timeout\":500}");
+    if (polled.json.find("C-TAIL") != std::string::npos) break;
+  }
+  EXPECT_NE(polled.json.find("C-TAIL"), std::string::npos) << polled.json;
+  EXPECT_EQ(ReadLog(*runtime_, alpha, b).total_chars, 0);
+  LogOf c_log = ReadLog(*runtime_, alpha, c);
+  EXPECT_NE(c_log.text.find("C-HEAD"), std::string::npos) << c_log.text;
+  EXPECT_EQ(c_log.text.find("C-TAIL"), std::string::npos) << c_log.text;
+  EXPECT_TRUE(c_log.truncated);
+  RuntimeReply list = runtime_->Process(alpha, ProcessCall("list"));
+  EXPECT_NE(list.json.find("\"truncated\":true"), std::string::npos) << list.json;
+  EXPECT_EQ(runtime_->Process(alpha, ProcessCall("kill", c)).status, 200);
+}
+
 // Reads the subscription's events until one of `type` for `session` arrived (or 30 s).
 std::vector<Runtime::Event> EventsUntil(Runtime& runtime,
                                         const std::shared_ptr<Runtime::Subscription>& sub,
