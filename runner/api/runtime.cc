@@ -53,16 +53,18 @@ int RefusalStatus(const std::string& wire_code) {
 
 namespace {
 
-// A tool result refused over a quota, for the front ends that render results themselves.
+// A call over a quota as the wire's 429 with its Retry-After.
+RuntimeReply QuotaReply(const QuotaRefusal& over) {
+  return {RefusalStatus(over.error.WireCode()), RenderToolError(over.error),
+          over.retry_after_seconds};
+}
+// The same as a tool result, for the front ends that render results themselves.
 template <typename R>
-R QuotaResult(RuntimeReply over) {
+R QuotaResult(const QuotaRefusal& over) {
   R r;
   r.refused = true;
-  r.error = Error::Refusal("quota-exceeded", "");
-  if (auto doc = ParseJson(over.json); doc && JsonMember(*doc, "error")) {
-    r.error.message = JsonString(*JsonMember(*doc, "error"), "message");
-  }
-  r.json = std::move(over.json);
+  r.error = over.error;
+  r.json = RenderToolError(over.error);
   return r;
 }
 
@@ -157,24 +159,23 @@ struct Runtime::Impl {
     manager->SetLogBudgets(std::move(budgets));
   }
 
-  // A call over a quota: its audit line (deny, quota-exceeded), counted, the 429; nothing ran.
-  RuntimeReply OverQuota(const Principal& who, const std::string& tool, const std::string& command,
-                         const QuotaRefusal& over) {
+  // A call over a quota: its audit line (deny, quota-exceeded) and counts; nothing ran.
+  QuotaRefusal OverQuota(const Principal& who, const std::string& tool, const std::string& command,
+                         QuotaRefusal over) {
     audit->Refused(who, tool, command, over.error);
     metrics.QuotaRejection(who.tenant, over.quota);
     metrics.Call(who.tenant, tool, "deny");
-    return {RefusalStatus(over.error.WireCode()), RenderToolError(over.error),
-            over.retry_after_seconds};
+    return over;
   }
   // requestsPerMinute, for any tool call.
-  std::optional<RuntimeReply> AdmitCall(const Principal& who, const std::string& tool,
+  std::optional<QuotaRefusal> AdmitCall(const Principal& who, const std::string& tool,
                                         const std::string& command) {
     auto over = quotas.AdmitCall(who.tenant);
     if (!over) return std::nullopt;
-    return OverQuota(who, tool, command, *over);
+    return OverQuota(who, tool, command, std::move(*over));
   }
   // Every quota of an exec call; the slot holds its place until the call returns.
-  std::variant<Quotas::ExecSlot, RuntimeReply> AdmitExec(const Principal& who,
+  std::variant<Quotas::ExecSlot, QuotaRefusal> AdmitExec(const Principal& who,
                                                          const policy::ExecRequest& request,
                                                          bool may_background) {
     if (auto over = AdmitCall(who, "exec", request.command)) return std::move(*over);
@@ -184,7 +185,7 @@ struct Runtime::Impl {
       return TenantSessionUsage{u.held, u.running};
     });
     if (auto* over = std::get_if<QuotaRefusal>(&slot)) {
-      return OverQuota(who, "exec", request.command, *over);
+      return OverQuota(who, "exec", request.command, std::move(*over));
     }
     return std::move(std::get<Quotas::ExecSlot>(slot));
   }
@@ -351,7 +352,7 @@ RuntimeReply Runtime::Exec(const Principal& who, std::string_view body, const Ca
   const policy::ExecRequest& request = std::get<ToolCall>(parsed).exec;
   // A server exec has a yield window: any call may become a background session.
   auto slot = impl_->AdmitExec(who, request, impl_->manager != nullptr);
-  if (auto* over = std::get_if<RuntimeReply>(&slot)) return Count(std::move(*over));
+  if (auto* over = std::get_if<QuotaRefusal>(&slot)) return Count(QuotaReply(*over));
   ExecServices call_services = impl_->services;
   call_services.tenant = who.tenant;
   ExecToolResult result = impl_->RunAudited(who, request, call_services, cancel);
@@ -368,9 +369,9 @@ ExecToolResult Runtime::ExecForeground(const Principal& who, const policy::ExecR
   const bool may_background =
       impl_->manager != nullptr && (request.background || request.yield_ms.has_value());
   auto slot = impl_->AdmitExec(who, request, may_background);
-  if (auto* over = std::get_if<RuntimeReply>(&slot)) {
+  if (auto* over = std::get_if<QuotaRefusal>(&slot)) {
     ++refused_;
-    return QuotaResult<ExecToolResult>(std::move(*over));
+    return QuotaResult<ExecToolResult>(*over);
   }
   ExecServices call_services = impl_->services;
   call_services.tenant = who.tenant;
@@ -384,7 +385,7 @@ ExecToolResult Runtime::ExecForeground(const Principal& who, const policy::ExecR
 RuntimeReply Runtime::ApplyPatch(const Principal& who, std::string_view body) {
   auto parsed = ParseCallOf(body, "apply_patch", "/v1/tools/apply_patch");
   if (auto* reply = std::get_if<RuntimeReply>(&parsed)) return Count(std::move(*reply));
-  if (auto over = impl_->AdmitCall(who, "apply_patch", "")) return Count(std::move(*over));
+  if (auto over = impl_->AdmitCall(who, "apply_patch", "")) return Count(QuotaReply(*over));
   ApplyPatchToolResult result = impl_->RunPatch(who, std::get<ToolCall>(parsed).apply_patch);
   return Count({result.refused    ? RefusalStatus(result.error.WireCode())
                 : result.internal ? 500
@@ -396,7 +397,7 @@ ApplyPatchToolResult Runtime::ApplyPatch(const Principal& who, const ApplyPatchR
   ++requests_;
   if (auto over = impl_->AdmitCall(who, "apply_patch", "")) {
     ++refused_;
-    return QuotaResult<ApplyPatchToolResult>(std::move(*over));
+    return QuotaResult<ApplyPatchToolResult>(*over);
   }
   ApplyPatchToolResult result = impl_->RunPatch(who, request);
   if (result.refused) ++refused_;
@@ -411,7 +412,7 @@ RuntimeReply Runtime::Process(const Principal& who, std::string_view body) {
   if (auto bad = config::CallerIdsError(who.agent, who.session)) {
     return Count(ErrorReply(400, "invalid-request", *bad));
   }
-  if (auto over = impl_->AdmitCall(who, "process", "")) return Count(std::move(*over));
+  if (auto over = impl_->AdmitCall(who, "process", "")) return Count(QuotaReply(*over));
   sessions::Scope scope{who.tenant, who.agent, who.session};
   sessions::ProcessResult result = impl_->manager->Process(*parsed, scope);
   RuntimeReply reply = result.error ? RuntimeReply{RefusalStatus(result.error->WireCode()),
@@ -426,7 +427,7 @@ RuntimeReply Runtime::PolicyCheck(const Principal& who, std::string_view body) {
   if (auto* reply = std::get_if<RuntimeReply>(&parsed)) return Count(std::move(*reply));
   const policy::ExecRequest& request = std::get<ToolCall>(parsed).exec;
   if (auto over = impl_->AdmitCall(who, "policy_check", request.command)) {
-    return Count(std::move(*over));
+    return Count(QuotaReply(*over));
   }
   impl_->CountCall(who, "policy_check", 200);
   return Count({200, PolicyCheck(who, request)});

@@ -173,6 +173,15 @@ TEST_F(TenantRuntime, RequestsPerMinuteRefusesWith429AndRunsNothing) {
   EXPECT_NE(beta_metrics.find("sandrun_exec_duration_seconds_count{tenant=\"beta\"} 1"),
             std::string::npos)
       << beta_metrics;
+  EXPECT_EQ(metrics.find("sandrun_requests_total"), std::string::npos)
+      << "server-wide series are the admin's: " << metrics;
+  // The admin's view: every tenant, the server-wide series, the containers counted.
+  const std::string all = runtime_->MetricsText(TenantFilter::All());
+  EXPECT_NE(all.find("sandrun_requests_total "), std::string::npos) << all;
+  EXPECT_NE(all.find("tenant=\"alpha\""), std::string::npos) << all;
+  EXPECT_NE(all.find("tenant=\"beta\""), std::string::npos) << all;
+  EXPECT_NE(all.find("sandrun_sandbox_containers{"), std::string::npos) << all;
+  EXPECT_GT(ContainerCount(), 0u) << "beta's call ran in the sandbox";
   // The local server's tenant "" never has quotas.
   for (int i = 0; i < 4; ++i) EXPECT_EQ(runtime_->Process(Of(""), ProcessCall("list")).status, 200);
 }
@@ -216,6 +225,13 @@ TEST_F(TenantRuntime, MaxConcurrentExecsCountsRunningSessions) {
   const std::string id = DetailOf(first, "sessionId");
 
   ExpectOverQuota(runtime_->Exec(alpha, ExecCall("echo busy")), "maxConcurrentExecs");
+  const std::string metrics = runtime_->MetricsText(TenantFilter::Tenant("alpha"));
+  EXPECT_NE(metrics.find("sandrun_running_sessions{tenant=\"alpha\"} 1"), std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("sandrun_quota_rejections_total{tenant=\"alpha\",quota="
+                         "\"maxConcurrentExecs\"} 1"),
+            std::string::npos)
+      << metrics;
   EXPECT_EQ(SessionsOf("alpha"), std::vector<std::string>{id});
   EXPECT_EQ(runtime_->Exec(Of("beta"), ExecCall("echo beta")).status, 200);
 
