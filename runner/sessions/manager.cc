@@ -277,8 +277,7 @@ void SessionManager::SetLogBudgets(std::map<std::string, uint64_t> budgets) {
 void SessionManager::EnforceLogBudget(const std::string& tenant, uint64_t budget) {
   struct Held {
     std::shared_ptr<Session> session;
-    uint64_t bytes;
-    SessionSnapshot snapshot;
+    Session::LogUsage usage;
   };
   std::vector<Held> held;
   {
@@ -290,23 +289,22 @@ void SessionManager::EnforceLogBudget(const std::string& tenant, uint64_t budget
   // Outside mu_: a session's own lock is never taken under the manager's.
   uint64_t total = 0;
   for (Held& h : held) {
-    h.snapshot = h.session->Snapshot();
-    h.bytes = h.snapshot.backgrounded ? h.session->log_bytes() : 0;
-    total += h.bytes;
+    h.usage = h.session->log_usage();
+    if (!h.usage.backgrounded) h.usage.bytes = 0;  // a run in its yield window is its call's
+    total += h.usage.bytes;
   }
   if (total <= budget) return;
   // Oldest finished first.
-  std::sort(held.begin(), held.end(), [](const Held& a, const Held& b) {
-    return a.snapshot.ended_at_ms < b.snapshot.ended_at_ms;
-  });
+  std::sort(held.begin(), held.end(),
+            [](const Held& a, const Held& b) { return a.usage.ended_at_ms < b.usage.ended_at_ms; });
   for (Held& h : held) {
-    if (!h.snapshot.finished || h.bytes == 0) continue;
+    if (!h.usage.finished || h.usage.bytes == 0) continue;
     h.session->DropLog();
-    total -= h.bytes;
+    total -= h.usage.bytes;
     if (total <= budget) return;
   }
   for (Held& h : held) {
-    if (h.snapshot.backgrounded && !h.snapshot.finished) h.session->CapLog();
+    if (h.usage.backgrounded && !h.usage.finished) h.session->CapLog();
   }
 }
 

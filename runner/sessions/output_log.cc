@@ -190,6 +190,7 @@ uint64_t OutputLog::size() const {
 
 void OutputLog::Drop() {
   if (mode_ == Mode::kFile) {
+    fd_.reset();  // no more output is kept
     UniqueFd fd(::open(path_.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOFOLLOW));
     (void)fd;  // a file that cannot be opened is gone already; the index is reset either way
   }

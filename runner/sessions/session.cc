@@ -450,9 +450,9 @@ SessionSnapshot Session::Snapshot() const {
   return s;
 }
 
-uint64_t Session::log_bytes() const {
+Session::LogUsage Session::log_usage() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return log_.size();
+  return {backgrounded_, finished_locked(), ended_at_ms_, log_.size()};
 }
 
 void Session::DropLog() {
