@@ -105,14 +105,22 @@ ApplyPatchToolResult RunApplyPatchTool(const GlobalOptions& global, const policy
   auto cfg = config::LoadConfigFor(global.config_file, *state_dir);
   if (!cfg) return Refused("invalid-config", cfg.error().ToString());
   for (const auto& w : cfg->warnings) PrintWarning(w);
-  const config::AgentSettings settings = cfg->ForAgent(global.agent);
+  const CallSettings picked = SettingsForCall(*cfg, caller.tenant, global.agent);
+  const config::AgentSettings& settings = picked.settings;
 
   policy::ApplyPatchContext ctx;
   ctx.settings = &settings;
-  ctx.tools = {&cfg->global.tools, &settings.tools};
+  ctx.tools = {&picked.global_tools, &settings.tools};
   ctx.caller = caller;
+  ctx.caller.host_execution = picked.host_execution;
   ctx.state_dir = *state_dir;
-  ctx.workspace_dir = WorkspaceDir(global, settings);
+  auto workspace = CallWorkspaceDir(global, caller, settings, *state_dir);
+  if (!workspace) {
+    const Error& e = workspace.error();
+    return e.code == ErrorCode::kRefused ? Refused(e.WireCode(), e.message)
+                                         : Internal("internal", e.ToString());
+  }
+  ctx.workspace_dir = *workspace;
   if (const char* home = std::getenv("HOME")) ctx.home = home;
   ctx.workdir = request.workdir;
   ctx.model = request.model;

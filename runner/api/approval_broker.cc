@@ -156,7 +156,8 @@ ApprovalBroker::Answer ApprovalBroker::Resolve(const PendingApproval& p,
   }
   std::string note;
   if (decision == "allow-always" && !p.verdict.always_patterns.empty()) {
-    if (Status saved = PersistAllowAlways(state_dir_, p.caller.agent_id, p.verdict.always_patterns);
+    if (Status saved =
+            PersistAllowAlways(state_dir_, p.tenant, p.caller.agent_id, p.verdict.always_patterns);
         !saved) {
       note = " (allow-always was not saved: " + saved.error().ToString() + ")";
     }

@@ -183,6 +183,12 @@ int RunCli(int argc, char** argv) {
                     "Unix socket path (default in the state dir)");
   serve->add_flag("--keep-host-processes", serve_options.keep_host_processes,
                   "On shutdown or a crash, leave running host sessions alone (default: kill them)");
+  serve->add_option("--listen", serve_options.listen,
+                    "Also listen on TCP at HOST:PORT (an IPv4 address, [IPv6] or localhost; port "
+                    "0: a free one); a non-loopback address needs --tls-cert and --tls-key");
+  serve->add_option("--tls-cert", serve_options.tls_cert,
+                    "PEM certificate (chain) for TLS on --listen (TLS 1.2 or later)");
+  serve->add_option("--tls-key", serve_options.tls_key, "PEM private key of --tls-cert");
   serve->add_flag("--require-tokens", serve_options.require_tokens,
                   "The unix socket needs a bearer token too (agents share the server's uid)");
 

@@ -36,8 +36,8 @@ Result<const std::map<std::string, policy::SafeBinProfile>*> BuiltinSafeBinProfi
   return cached.get();
 }
 
-Status RecordApprovalUse(const std::string& state_dir, const CallApprovals& approvals,
-                         const std::string& command) {
+Status RecordApprovalUse(const std::string& state_dir, const std::string& tenant,
+                         const CallApprovals& approvals, const std::string& command) {
   struct Use {
     std::string id, pattern, resolved_path;
   };
@@ -49,7 +49,7 @@ Status RecordApprovalUse(const std::string& state_dir, const CallApprovals& appr
   }
   if (uses.empty()) return Ok();
   auto written = config::UpdateApprovals(
-      config::ApprovalsPath(state_dir), [&](config::ApprovalsFile& file) -> Status {
+      config::ApprovalsPath(state_dir, tenant), [&](config::ApprovalsFile& file) -> Status {
         // A hand-written entry without an id got a fresh one at each read: find it by pattern.
         auto has_id = [&](const std::string& id) {
           for (const auto& [agent, section] : file.agents) {
@@ -78,10 +78,10 @@ Status RecordApprovalUse(const std::string& state_dir, const CallApprovals& appr
   return Ok();
 }
 
-Status PersistAllowAlways(const std::string& state_dir, const std::string& agent,
-                          const std::vector<std::string>& patterns) {
+Status PersistAllowAlways(const std::string& state_dir, const std::string& tenant,
+                          const std::string& agent, const std::vector<std::string>& patterns) {
   auto written = config::UpdateApprovals(
-      config::ApprovalsPath(state_dir), [&](config::ApprovalsFile& file) -> Status {
+      config::ApprovalsPath(state_dir, tenant), [&](config::ApprovalsFile& file) -> Status {
         const int64_t now = UnixMillis();
         for (const std::string& p : patterns) {
           config::AddAllowlistEntry(file, agent, p, "allow-always", now);

@@ -33,13 +33,15 @@ struct CallApprovals {
 };
 
 // After an allowed run: lastUsedAt / lastUsedCommand / lastResolvedPath of the entries that
-// matched (reference §4.4 step 9). Best effort: a failure is returned for a warning.
-Status RecordApprovalUse(const std::string& state_dir, const CallApprovals& approvals,
-                         const std::string& command);
+// matched (reference §4.4 step 9), in the tenant's approvals file (config::ApprovalsPath).
+// Best effort: a failure is returned for a warning.
+Status RecordApprovalUse(const std::string& state_dir, const std::string& tenant,
+                         const CallApprovals& approvals, const std::string& command);
 
-// allow-always: adds `patterns` (source "allow-always") to agents.<agent>.allowlist.
-Status PersistAllowAlways(const std::string& state_dir, const std::string& agent,
-                          const std::vector<std::string>& patterns);
+// allow-always: adds `patterns` (source "allow-always") to agents.<agent>.allowlist of the
+// tenant's approvals file.
+Status PersistAllowAlways(const std::string& state_dir, const std::string& tenant,
+                          const std::string& agent, const std::vector<std::string>& patterns);
 
 enum class ReviewerAnswer { kAllow, kDeny, kAsk };
 struct ReviewerResult {

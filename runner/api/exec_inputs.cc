@@ -1,22 +1,28 @@
 #include "runner/api/exec_inputs.h"
 
+#include <fcntl.h>
 #include <pwd.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <filesystem>
 
 #include "runner/api/exec_approvals.h"
 #include "runner/api/tool_call.h"
+#include "runner/config/approvals_file.h"
 #include "runner/config/config.h"
+#include "runner/config/ids.h"
 #include "runner/config/state_dir.h"
 #include "runner/policy/env_policy.h"
 #include "runner/policy/env_strip.h"
+#include "runner/policy/sandbox_spec.h"
 #include "sandbox/base/strings.h"
 #include "sandbox/executors/host/login_path.h"
 #include "sandbox/harden/container_preset.h"
 #include "sandbox/harden/seccomp_profile.h"
+#include "sandbox/os/host_path.h"
 
 extern char** environ;
 
@@ -39,8 +45,9 @@ std::map<std::string, std::string> HostEnv() {
 // matter (not for security=full, ask=off without strictInlineEval).
 Status LoadApprovalsInputs(LoadedCall& call, const policy::Decision& decision,
                            const std::string& agent, bool analyse_always) {
-  SANDRUN_ASSIGN_OR_RETURN(config::LoadedApprovals loaded,
-                           config::LoadApprovals(config::ApprovalsPath(call.state_dir)));
+  SANDRUN_ASSIGN_OR_RETURN(
+      config::LoadedApprovals loaded,
+      config::LoadApprovals(config::ApprovalsPath(call.state_dir, call.inputs.ctx.caller.tenant)));
   call.diagnostics.insert(call.diagnostics.end(), loaded.warnings.begin(), loaded.warnings.end());
   config::ResolvedApprovals resolved = config::ResolveApprovals(
       loaded.file, agent, decision.effective.security, decision.effective.ask);
@@ -70,7 +77,84 @@ Error StateDirFailure(Error e) {
   return std::move(e).WithWire("internal");
 }
 
+// "uid:gid" (or "uid") with numbers only: the ids; anything else (a user name) nullopt.
+std::optional<std::pair<uid_t, gid_t>> NumericUser(const std::string& user) {
+  const size_t colon = user.find(':');
+  const std::string u = user.substr(0, colon);
+  const std::string g = colon == std::string::npos ? u : user.substr(colon + 1);
+  auto number = [](const std::string& t) -> std::optional<unsigned long> {
+    if (t.empty() || t.size() > 9 || t.find_first_not_of("0123456789") != std::string::npos) {
+      return std::nullopt;
+    }
+    return std::stoul(t);
+  };
+  auto uid = number(u), gid = number(g);
+  if (!uid || !gid) return std::nullopt;
+  return std::make_pair(static_cast<uid_t>(*uid), static_cast<gid_t>(*gid));
+}
+
 }  // namespace
+
+CallSettings SettingsForCall(const config::Config& cfg, const std::string& tenant,
+                             const std::string& agent) {
+  CallSettings out;
+  if (tenant.empty()) {
+    out.settings = cfg.ForAgent(agent);
+    out.global_tools = cfg.global.tools;
+    return out;
+  }
+  const config::TenantConfig layer = cfg.ForTenant(tenant);
+  out.settings = layer.ForAgent(agent);
+  out.global_tools = layer.global.tools;
+  out.host_execution = layer.host_execution;
+  out.max_containers = layer.quotas.max_containers;
+  return out;
+}
+
+std::string TenantWorkspacePath(const std::string& state_dir, const std::string& tenant,
+                                const std::string& agent) {
+  return config::TenantStateDir(state_dir, tenant) + "/workspaces/" + agent;
+}
+
+Result<std::string> CallWorkspaceDir(const GlobalOptions& global, const policy::Caller& caller,
+                                     const config::AgentSettings& settings,
+                                     const std::string& state_dir) {
+  if (caller.tenant.empty()) return WorkspaceDir(global, settings);
+  if (!global.workspace.empty()) {
+    return Error::Refusal("forbidden",
+                          "tenant \"" + caller.tenant + "\" cannot choose a workspace (\"" +
+                              global.workspace + "\"): its agents work in " +
+                              TenantWorkspacePath(state_dir, caller.tenant, "<agent>"));
+  }
+  // The ids become directory names: checked before anything is made.
+  if (auto bad = config::TenantIdError(caller.tenant)) {
+    return Error::Refusal("invalid-request", *bad);
+  }
+  if (auto bad = config::AgentIdError(caller.agent_id)) {
+    return Error::Refusal("invalid-request", *bad);
+  }
+  if (state_dir.empty() || state_dir[0] != '/') {
+    return Error::Refusal("invalid-config", "the state dir ($SANDRUN_HOME) is not absolute.");
+  }
+  const std::string dir = TenantWorkspacePath(state_dir, caller.tenant, caller.agent_id);
+  auto made = MakeDirsNoSymlinks(dir, 0700);
+  if (!made) {
+    return std::move(made).error().Wrap("cannot prepare the tenant's workspace " + dir);
+  }
+  if (::geteuid() == 0) {
+    // A directory root made is root's, and the sandbox never runs as root by default: give it
+    // to the user the sandbox would run as (as the scratch dirs are), not through any link.
+    auto ids = NumericUser(policy::SandboxUser(settings.sandbox.docker, 0, 0));
+    auto info = InspectFd(made->get(), dir);
+    if (ids && info && (info->uid != ids->first || info->gid != ids->second) &&
+        ::fchownat(made->get(), "", ids->first, ids->second, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) !=
+            0) {
+      return Error::FromErrno(
+          errno, "cannot give the tenant's workspace " + dir + " to " + std::to_string(ids->first));
+    }
+  }
+  return dir;
+}
 
 std::string WorkspaceDir(const GlobalOptions& global, const config::AgentSettings& settings) {
   std::string dir = !global.workspace.empty() ? global.workspace : settings.workspace;
@@ -105,24 +189,36 @@ std::unique_ptr<LoadedCall> LoadExecInputs(const GlobalOptions& global,
   auto cfg = config::LoadConfigFor(global.config_file, *state_dir);
   if (!cfg) return fail(Error::Refusal("invalid-config", cfg.error().ToString()));
   call->diagnostics = cfg->warnings;
-  call->settings = cfg->ForAgent(global.agent);
+  CallSettings picked = SettingsForCall(*cfg, caller.tenant, global.agent);
+  call->settings = std::move(picked.settings);
   const config::AgentSettings& settings = call->settings;
 
   policy::DecisionInputs& in = call->inputs;
-  call->global_tools = cfg->global.tools;
+  call->global_tools = std::move(picked.global_tools);
   in.tools = {&call->global_tools, &settings.tools};
   in.analyse_always = purpose == Purpose::kCheck;
   policy::GateContext& ctx = in.ctx;
   ctx.settings = &call->settings;
   ctx.caller = caller;
+  ctx.caller.host_execution = picked.host_execution;
+  ctx.max_containers = picked.max_containers;
   if (ctx.caller.sender.empty() && ctx.caller.uid >= 0 &&
       settings.elevated.allow_from.count(Trim(ctx.caller.provider)) > 0) {
     ctx.caller.sender = UserName(static_cast<uid_t>(ctx.caller.uid));
   }
   ctx.state_dir = *state_dir;
-  ctx.workspace_dir = WorkspaceDir(global, settings);
+  // A tenant's workspace is made here for `policy check` too: the verdict must be exec's.
+  auto workspace = CallWorkspaceDir(global, caller, settings, *state_dir);
+  if (!workspace) {
+    Error e = std::move(workspace).error();
+    return fail(e.code == ErrorCode::kRefused ? std::move(e) : std::move(e).WithWire("internal"));
+  }
+  ctx.workspace_dir = *workspace;
   std::error_code ec;
-  ctx.cwd = !global.cwd.empty() ? global.cwd : std::filesystem::current_path(ec).string();
+  // A tenant has no say in the runner's cwd, nor sees it: its workspace is its fallback too.
+  ctx.cwd = !caller.tenant.empty() ? ctx.workspace_dir
+            : !global.cwd.empty()  ? global.cwd
+                                   : std::filesystem::current_path(ec).string();
   ctx.host_env = HostEnv();
 
   // What the decision will read depends on where the call goes: decide that much first.

@@ -11,12 +11,14 @@
 //   policy::ExecDecision d = policy::DecideExec(request, call->inputs);
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "runner/api/cli_context.h"
+#include "runner/config/config.h"
 #include "runner/config/settings.h"
 #include "runner/policy/exec_decision.h"
 #include "runner/policy/exec_request.h"
@@ -26,7 +28,8 @@ namespace sandrun::api {
 
 enum class Purpose {
   kExec,   // the call runs: creates the state dir's instance id if missing
-  kCheck,  // `policy check`: writes nothing, analyses always
+  kCheck,  // `policy check`: analyses always, writes nothing but a tenant's workspace dir
+           // (made as exec makes it, so the verdict is exec's)
 };
 
 struct LoadedCall {
@@ -36,8 +39,9 @@ struct LoadedCall {
   config::ToolPolicy global_tools;  // the config's top-level tools policy
   policy::DecisionInputs inputs;
   // Loading failed: nothing is decided. The wire code says whose fault it is: "internal"
-  // (the state dir), "invalid-config" (config, approvals file, profiles),
-  // "sandbox-unavailable" (the sandbox's seccomp profile or preset).
+  // (the state dir, a tenant's workspace dir), "invalid-config" (config, approvals file,
+  // profiles), "sandbox-unavailable" (the sandbox's seccomp profile or preset), "forbidden" (a
+  // tenant that named a workspace), "invalid-request" (a tenant's invalid tenant or agent id).
   std::optional<Error> failure;
   // Warnings of the config and approvals file loaders, in order (printed by whoever runs the
   // call: see ExecToolResult::config_warnings).
@@ -47,6 +51,32 @@ struct LoadedCall {
 std::unique_ptr<LoadedCall> LoadExecInputs(const GlobalOptions& global,
                                            const policy::Caller& caller,
                                            const policy::ExecRequest& request, Purpose purpose);
+
+// What a call runs under, picked in this one place for exec, `policy check` and apply_patch:
+// tenant "" gets the config's agent settings as today; a hosted tenant gets its layer
+// (Config::ForTenant(tenant).ForAgent(agent): quota ceilings applied to the sandbox), its
+// tools policy, hostExecution and maxContainers.
+struct CallSettings {
+  config::AgentSettings settings;
+  config::ToolPolicy global_tools;  // the top-level tools policy (the tenant's for a tenant)
+  bool host_execution = true;       // tenant "": the local server decides as ever
+  int64_t max_containers = 0;       // tenants.<id>.quotas.maxContainers (0: no limit)
+};
+CallSettings SettingsForCall(const config::Config& cfg, const std::string& tenant,
+                             const std::string& agent);
+
+// $SANDRUN_HOME/tenants/<tenant>/workspaces/<agent>: a hosted tenant's agent's workspace, always.
+std::string TenantWorkspacePath(const std::string& state_dir, const std::string& tenant,
+                                const std::string& agent);
+
+// The call's workspace. Tenant "": WorkspaceDir(global, settings). A hosted tenant: its
+// TenantWorkspacePath, whatever agents.<id>.workspace says, created on first use (0700, no
+// component through a symbolic link; as root given to the sandbox user, as scratch dirs are, so
+// the sandbox can write it); a workspace the caller named (--workspace, Principal::workspace_root)
+// is refused (forbidden): a tenant cannot name a host path. Invalid ids: invalid-request.
+Result<std::string> CallWorkspaceDir(const GlobalOptions& global, const policy::Caller& caller,
+                                     const config::AgentSettings& settings,
+                                     const std::string& state_dir);
 
 // The name of a user id (its passwd entry), or the number.
 std::string UserName(uid_t uid);

@@ -1,11 +1,8 @@
 #include "runner/api/exec_route.h"
 
-#include <poll.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -13,6 +10,7 @@
 #include <thread>
 #include <variant>
 
+#include "runner/api/connection.h"
 #include "runner/api/exec_stream.h"
 #include "runner/api/exec_tool.h"
 #include "runner/api/foreground_run.h"
@@ -35,26 +33,10 @@ class ExecConnection {
   bool Send(char type, std::string_view payload) {
     std::lock_guard<std::mutex> lock(send_mu_);
     if (broken_) return false;
-    std::string frame = Frame(type, payload);
-    std::string_view out(frame);
-    auto deadline = Clock::now() + conn_.write_timeout;
-    while (!out.empty()) {
-      ssize_t n = ::send(conn_.fd, out.data(), out.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
-      if (n > 0) {
-        out.remove_prefix(static_cast<size_t>(n));
-        continue;
-      }
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-        auto left =
-            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-        pollfd p{conn_.fd, POLLOUT, 0};
-        if (left > 0 && ::poll(&p, 1, static_cast<int>(left)) >= 0) continue;
-      }
-      broken_ = true;
-      return false;
-    }
-    return true;
+    auto sent =
+        conn_.connection->WriteAll(Frame(type, payload), Clock::now() + conn_.write_timeout);
+    broken_ = sent.status != Connection::Io::kOk;
+    return !broken_;
   }
 
   // The next client frame; nullopt when the connection ended, broke or sent an invalid frame,
@@ -64,14 +46,12 @@ class ExecConnection {
     for (;;) {
       if (auto item = in_.Next()) return item;
       if (in_.invalid() || stop.load()) return std::nullopt;
-      pollfd p{conn_.fd, POLLIN, 0};
-      int ready = ::poll(&p, 1, 100);
-      if (ready < 0 && errno != EINTR) return std::nullopt;
-      if (ready <= 0) continue;
-      ssize_t n = ::recv(conn_.fd, buf, sizeof buf, MSG_DONTWAIT);
-      if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-      if (n <= 0) return std::nullopt;
-      in_.Feed(std::string_view(buf, static_cast<size_t>(n)));
+      // The connection serialises this read with Send's writes (one TLS session for both).
+      auto got = conn_.connection->ReadSome(buf, sizeof buf,
+                                            Clock::now() + std::chrono::milliseconds(100));
+      if (got.status == Connection::Io::kTimeout) continue;
+      if (got.status != Connection::Io::kOk) return std::nullopt;
+      in_.Feed(std::string_view(buf, got.bytes));
     }
   }
 

@@ -181,7 +181,7 @@ ExecToolResult RunLoadedCall(std::unique_ptr<LoadedCall> call, const policy::Cal
   }
   if (d.approvals) {
     CallApprovals used{*d.approvals, *call->inputs.approvals, {}};
-    if (Status ok = RecordApprovalUse(state_dir, used, request.command); !ok) {
+    if (Status ok = RecordApprovalUse(state_dir, caller.tenant, used, request.command); !ok) {
       PrintWarning("the approvals file was not updated: " + ok.error().ToString());
     }
   }
@@ -205,7 +205,9 @@ ExecToolResult RunLoadedCall(std::unique_ptr<LoadedCall> call, const policy::Cal
     }
   }
   auto failed_to_start = [&](const Error& e) {
-    return Refused(exec::UnavailableWire(plan.target), e.ToString());
+    // A tenant's container quota is the caller's limit (429), not an unavailable sandbox.
+    const bool quota = e.wire == "quota-exceeded";
+    return Refused(quota ? e.wire : exec::UnavailableWire(plan.target), e.ToString());
   };
 
   // A front end that drives foreground runs itself (stdin, cancel, streaming) gets those that

@@ -1,5 +1,9 @@
 #include "runner/api/http_server.h"
 
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -16,6 +20,7 @@
 #include <system_error>
 #include <thread>
 
+#include "runner/api/connection.h"
 #include "runner/wire/tool_result.h"
 #include "sandbox/base/json.h"
 #include "sandbox/base/strings.h"
@@ -31,36 +36,31 @@ using Local = asio::local::stream_protocol;
 using Clock = std::chrono::steady_clock;
 using BoostError = boost::system::error_code;
 
-// A connected socket under a deadline: Beast's synchronous algorithms read and write through it,
-// and a peer that stalls past the deadline gets beast::error::timeout instead of holding the
-// thread. (Asio's own blocking socket waits without limit, whatever SO_RCVTIMEO says.)
+// A connection (plain or TLS) under a deadline: Beast's synchronous algorithms read and write
+// through it, and a peer that stalls past the deadline gets beast::error::timeout instead of
+// holding the thread. (Asio's own blocking socket waits without limit, whatever SO_RCVTIMEO
+// says.)
 class DeadlineStream {
  public:
-  explicit DeadlineStream(int fd) : fd_(fd) {}
+  explicit DeadlineStream(Connection& conn) : conn_(conn) {}
 
   void ExpiresAt(Clock::time_point deadline) { deadline_ = deadline; }
   void ExpiresAfter(std::chrono::milliseconds d) { deadline_ = Clock::now() + d; }
 
   // Waits for a byte (or the end of the stream) to read.
-  bool WaitReadable(BoostError& ec) { return Wait(POLLIN, ec); }
+  bool WaitReadable(BoostError& ec) {
+    ec = {};
+    if (conn_.WaitReadable(deadline_)) return true;
+    ec = beast::error::timeout;
+    return false;
+  }
 
   template <class MutableBufferSequence>
   size_t read_some(const MutableBufferSequence& buffers, BoostError& ec) {
     asio::mutable_buffer b = FirstNonEmpty<asio::mutable_buffer>(buffers);
     ec = {};
     if (b.size() == 0) return 0;
-    for (;;) {
-      if (!Wait(POLLIN, ec)) return 0;
-      ssize_t n = ::recv(fd_, b.data(), b.size(), MSG_DONTWAIT);
-      if (n > 0) return static_cast<size_t>(n);
-      if (n == 0) {
-        ec = asio::error::eof;
-        return 0;
-      }
-      if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
-      ec.assign(errno, boost::system::system_category());
-      return 0;
-    }
+    return Done(conn_.ReadSome(b.data(), b.size(), deadline_), ec);
   }
 
   template <class ConstBufferSequence>
@@ -68,14 +68,13 @@ class DeadlineStream {
     asio::const_buffer b = FirstNonEmpty<asio::const_buffer>(buffers);
     ec = {};
     if (b.size() == 0) return 0;
-    for (;;) {
-      if (!Wait(POLLOUT, ec)) return 0;
-      ssize_t n = ::send(fd_, b.data(), b.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
-      if (n >= 0) return static_cast<size_t>(n);
-      if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
-      ec.assign(errno, boost::system::system_category());
-      return 0;
+    // Small pieces (a reply's head and body) go out together: one send, one TLS record.
+    char joined[16384];
+    if (b.size() < sizeof joined && asio::buffer_size(buffers) > b.size()) {
+      size_t n = asio::buffer_copy(asio::buffer(joined), buffers);
+      return Done(conn_.WriteSome(joined, n, deadline_), ec);
     }
+    return Done(conn_.WriteSome(b.data(), b.size(), deadline_), ec);
   }
 
   // Beast's stream concepts also name the throwing overloads; only the error_code ones are ever
@@ -96,25 +95,26 @@ class DeadlineStream {
     return Buffer();
   }
 
-  bool Wait(short events, BoostError& ec) {
-    for (;;) {
-      auto left =
-          std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - Clock::now()).count();
-      if (left <= 0) {
+  static size_t Done(const Connection::IoResult& r, BoostError& ec) {
+    switch (r.status) {
+      case Connection::Io::kOk:
+        return r.bytes;
+      case Connection::Io::kEof:
+        ec = asio::error::eof;
+        break;
+      case Connection::Io::kTimeout:
         ec = beast::error::timeout;
-        return false;
-      }
-      pollfd p{fd_, events, 0};
-      int ready = ::poll(&p, 1, static_cast<int>(std::min<long long>(left, 1 << 30)));
-      if (ready > 0) return true;  // POLLHUP/POLLERR too: the next call reports them
-      if (ready < 0 && errno != EINTR) {
-        ec.assign(errno, boost::system::system_category());
-        return false;
-      }
+        break;
+      case Connection::Io::kError:
+        // A TLS failure has no errno: the connection is as good as reset.
+        ec = r.error != 0 ? BoostError(r.error, boost::system::system_category())
+                          : BoostError(asio::error::connection_reset);
+        break;
     }
+    return 0;
   }
 
-  int fd_;
+  Connection& conn_;
   Clock::time_point deadline_ = Clock::now();
 };
 
@@ -222,12 +222,29 @@ struct HttpServer::Impl {
     UpgradeHandler upgrade;
   };
 
-  explicit Impl(const HttpServerLimits& l) : limits(l), budget(l.max_buffered_bytes) {}
+  // A socket Serve() accepts on: the unix socket (the acceptor's) or a TCP one (owned).
+  struct Listener {
+    int fd = -1;
+    UniqueFd owned;
+    bool tcp = false;
+    std::shared_ptr<const TlsContext> tls;  // null: plain
+  };
+
+  explicit Impl(const HttpServerLimits& l) : limits(l), budget(l.max_buffered_bytes) {
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) == 0) {
+      wake_read.reset(fds[0]);
+      wake_write.reset(fds[1]);
+    }
+  }
 
   const HttpServerLimits limits;
   ByteBudget budget;
   asio::io_context io;
   std::unique_ptr<Local::acceptor> acceptor;
+  std::vector<Listener> listeners;  // set up before Serve()
+  // Stop() writes a byte: Serve() waits on every listener and this at once.
+  UniqueFd wake_read, wake_write;
   std::vector<RouteEntry> routes;
   Gate gate;
   std::mutex mu;
@@ -263,7 +280,9 @@ struct HttpServer::Impl {
     if (--active == 0) idle.notify_all();
   }
 
-  void ServeConnection(int fd, const std::atomic<bool>& stopping);
+  // `remote`: the TCP peer ("" on the unix socket).
+  void ServeConnection(int fd, const Listener& listener, const std::string& remote,
+                       const std::atomic<bool>& stopping);
   // Serves one event stream on the connection; returns when it ends.
   void ServeStream(DeadlineStream& stream, const RouteEntry& route, const HttpRequestInfo& info,
                    unsigned version, const std::atomic<bool>& stopping);
@@ -321,14 +340,24 @@ void HttpServer::Impl::ServeStream(DeadlineStream& stream, const RouteEntry& rou
   route.stream(info, writer, stopping);
 }
 
-void HttpServer::Impl::ServeConnection(int fd, const std::atomic<bool>& stopping) {
-  ucred cred{};
-  socklen_t len = sizeof cred;
+void HttpServer::Impl::ServeConnection(int fd, const Listener& listener, const std::string& remote,
+                                       const std::atomic<bool>& stopping) {
+  // Only the unix socket has a peer uid; a TCP client is nobody's (it presents a token).
   uid_t uid = static_cast<uid_t>(-1);
-  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0) uid = cred.uid;
-  DeadlineStream stream(fd);
-  beast::flat_buffer buffer;
+  if (!listener.tcp) {
+    ucred cred{};
+    socklen_t len = sizeof cred;
+    if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0) uid = cred.uid;
+  }
   const Clock::time_point accepted = Clock::now();
+  std::unique_ptr<Connection> conn = listener.tls ? std::make_unique<Connection>(fd, *listener.tls)
+                                                  : std::make_unique<Connection>(fd);
+  // The handshake is part of the first request's header time: a client that never sends its
+  // ClientHello holds its slot no longer than one that never sends its headers. A failed
+  // handshake (plain HTTP, an old protocol, garbage) ends this connection only.
+  if (conn->Handshake(accepted + limits.header_timeout).status != Connection::Io::kOk) return;
+  DeadlineStream stream(*conn);
+  beast::flat_buffer buffer;
   for (bool first = true;; first = false) {
     // The first request's headers must be complete within the header timeout of the connection;
     // later ones within the header timeout of their first byte, which must come within the idle
@@ -365,6 +394,10 @@ void HttpServer::Impl::ServeConnection(int fd, const std::atomic<bool>& stopping
       info.method = std::string(head.method_string());
       info.target = std::string(head.target());
       info.peer_uid = uid;
+      if (listener.tcp) {
+        info.transport = "tcp";
+        info.remote = remote;
+      }
       for (const auto& field : head) {
         info.headers[Lower(std::string(field.name_string()))] = std::string(field.value());
       }
@@ -429,11 +462,11 @@ void HttpServer::Impl::ServeConnection(int fd, const std::atomic<bool>& stopping
       BoostError e;
       asio::write(stream, asio::buffer(head), e);
       if (e) break;
-      UpgradedConnection conn;
-      conn.fd = fd;
-      conn.pending.assign(static_cast<const char*>(buffer.data().data()), buffer.size());
-      conn.write_timeout = limits.idle_timeout;
-      route->upgrade(info, conn, stopping);
+      UpgradedConnection upgraded;
+      upgraded.connection = conn.get();
+      upgraded.pending.assign(static_cast<const char*>(buffer.data().data()), buffer.size());
+      upgraded.write_timeout = limits.idle_timeout;
+      route->upgrade(info, upgraded, stopping);
       break;
     }
     if (route != nullptr && route->stream) {
@@ -519,47 +552,147 @@ Status HttpServer::ListenUnix(const std::string& path, unsigned mode) {
     return Error::FromErrno(errno, "chmod " + path);
   }
   impl_->socket_path = path;
+  const int fd = impl_->acceptor->native_handle();
+  (void)::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);  // Serve polls, then accepts
+  impl_->listeners.push_back({fd, UniqueFd(), false, nullptr});
   return Ok();
 }
+
+Result<uint16_t> HttpServer::ListenTcp(const std::string& host, uint16_t port,
+                                       std::shared_ptr<const TlsContext> tls) {
+  sockaddr_storage addr{};
+  socklen_t addr_len = 0;
+  auto* v4 = reinterpret_cast<sockaddr_in*>(&addr);
+  auto* v6 = reinterpret_cast<sockaddr_in6*>(&addr);
+  if (::inet_pton(AF_INET, host.c_str(), &v4->sin_addr) == 1) {
+    v4->sin_family = AF_INET;
+    v4->sin_port = htons(port);
+    addr_len = sizeof *v4;
+  } else if (::inet_pton(AF_INET6, host.c_str(), &v6->sin6_addr) == 1) {
+    v6->sin6_family = AF_INET6;
+    v6->sin6_port = htons(port);
+    addr_len = sizeof *v6;
+  } else {
+    return Error(ErrorCode::kInvalidArgument, "not a numeric IP address: " + host);
+  }
+  const std::string where = host + ":" + std::to_string(port);
+  UniqueFd fd(::socket(addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (!fd.valid()) return Error::FromErrno(errno, "socket for " + where);
+  const int on = 1;
+  // A restarted server binds again at once (its old connections may linger in TIME_WAIT); an
+  // IPv6 address means that address only, not the IPv4 ones too.
+  (void)::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+  if (addr.ss_family == AF_INET6) {
+    (void)::setsockopt(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof on);
+  }
+  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), addr_len) != 0 ||
+      ::listen(fd.get(), SOMAXCONN) != 0) {
+    return Error::FromErrno(errno, "cannot listen on " + where);
+  }
+  sockaddr_storage bound{};
+  socklen_t bound_len = sizeof bound;
+  if (::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&bound), &bound_len) != 0) {
+    return Error::FromErrno(errno, "getsockname for " + where);
+  }
+  const uint16_t bound_port =
+      ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
+                                        : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+  const int raw = fd.get();
+  impl_->listeners.push_back({raw, std::move(fd), true, std::move(tls)});
+  return bound_port;
+}
+
+namespace {
+
+// "ip:port" of a TCP peer ("[ip]:port" for IPv6).
+std::string PeerAddress(const sockaddr_storage& addr) {
+  char ip[INET6_ADDRSTRLEN] = "";
+  if (addr.ss_family == AF_INET) {
+    const auto* v4 = reinterpret_cast<const sockaddr_in*>(&addr);
+    ::inet_ntop(AF_INET, &v4->sin_addr, ip, sizeof ip);
+    return std::string(ip) + ":" + std::to_string(ntohs(v4->sin_port));
+  }
+  if (addr.ss_family == AF_INET6) {
+    const auto* v6 = reinterpret_cast<const sockaddr_in6*>(&addr);
+    ::inet_ntop(AF_INET6, &v6->sin6_addr, ip, sizeof ip);
+    return "[" + std::string(ip) + "]:" + std::to_string(ntohs(v6->sin6_port));
+  }
+  return "";
+}
+
+}  // namespace
 
 void HttpServer::Serve() {
   const std::string busy =
       ClosingReply(503, "Service Unavailable", RenderToolError("server-busy", kBusyConnections));
-  const int listen_fd = impl_->acceptor->native_handle();
+  // Every listener and the wake pipe, waited on together.
+  std::vector<pollfd> waits;
+  waits.push_back({impl_->wake_read.get(), POLLIN, 0});
+  for (const auto& l : impl_->listeners) waits.push_back({l.fd, POLLIN, 0});
   while (!stopping_.load()) {
-    UniqueFd conn(::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC));
-    if (stopping_.load()) break;
-    if (!conn.valid()) {
-      if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO) continue;
-      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
-        // Out of descriptors or memory for now: connections wait in the backlog meanwhile.
-        ::poll(nullptr, 0, 50);
+    for (auto& w : waits) w.revents = 0;
+    if (::poll(waits.data(), waits.size(), -1) < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    if (stopping_.load() || waits[0].revents != 0) break;
+    bool broken = false;
+    for (size_t i = 1; i < waits.size() && !stopping_.load(); ++i) {
+      if (waits[i].revents == 0) continue;
+      const Impl::Listener& listener = impl_->listeners[i - 1];
+      sockaddr_storage peer{};
+      socklen_t peer_len = sizeof peer;
+      // Non-blocking, like every read and write of the connection (connection.h).
+      UniqueFd conn(::accept4(listener.fd, reinterpret_cast<sockaddr*>(&peer), &peer_len,
+                              SOCK_CLOEXEC | SOCK_NONBLOCK));
+      if (stopping_.load()) break;
+      if (!conn.valid()) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR || errno == ECONNABORTED ||
+            errno == EPROTO) {
+          continue;
+        }
+        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+          // Out of descriptors or memory for now: connections wait in the backlog meanwhile.
+          ::poll(nullptr, 0, 50);
+          continue;
+        }
+        broken = true;  // a listening socket was shut down (Stop) or broke
+        break;
+      }
+      const int fd = conn.get();
+      // Refused at once, not queued: the reply fits in an empty socket buffer, so it never
+      // blocks. A TLS client gets no reply (it would take a handshake): the connection closes.
+      auto refuse = [&] {
+        if (!listener.tls) (void)::send(fd, busy.data(), busy.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+      };
+      if (!impl_->Admit(fd)) {
+        refuse();
         continue;
       }
-      break;  // the listening socket was shut down (Stop) or broke
-    }
-    const int fd = conn.get();
-    // Refused at once, not queued: the reply fits in an empty socket buffer, so it never blocks.
-    auto refuse = [&] { (void)::send(fd, busy.data(), busy.size(), MSG_DONTWAIT | MSG_NOSIGNAL); };
-    if (!impl_->Admit(fd)) {
-      refuse();
-      continue;
-    }
-    // Detached: a long-running server must not collect finished threads; Serve waits for the
-    // count of active ones to reach zero instead.
-    try {
-      std::thread([this, fd]() {
-        UniqueFd owned(fd);
-        impl_->ServeConnection(fd, stopping_);
+      std::string remote = listener.tcp ? PeerAddress(peer) : "";
+      if (listener.tcp) {
+        // A reply goes out in several writes (head, body; TLS records): without this, Nagle's
+        // algorithm holds the last one for the client's delayed ACK (~40 ms a request).
+        const int on = 1;
+        (void)::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
+      }
+      // Detached: a long-running server must not collect finished threads; Serve waits for the
+      // count of active ones to reach zero instead.
+      try {
+        std::thread([this, fd, &listener, remote = std::move(remote)]() {
+          UniqueFd owned(fd);
+          impl_->ServeConnection(fd, listener, remote, stopping_);
+          impl_->Leave(fd);
+          ::shutdown(fd, SHUT_RDWR);
+        }).detach();
+        (void)conn.release();  // the thread owns it now
+      } catch (const std::system_error&) {
+        // No thread to be had (a resource limit): the same answer as a full server.
         impl_->Leave(fd);
-        ::shutdown(fd, SHUT_RDWR);
-      }).detach();
-      (void)conn.release();  // the thread owns it now
-    } catch (const std::system_error&) {
-      // No thread to be had (a resource limit): the same answer as a full server.
-      impl_->Leave(fd);
-      refuse();
+        refuse();
+      }
     }
+    if (broken) break;
   }
   std::unique_lock<std::mutex> lock(impl_->mu);
   impl_->idle.wait(lock, [this] { return impl_->active == 0; });
@@ -567,9 +700,10 @@ void HttpServer::Serve() {
 
 void HttpServer::Stop() {
   if (stopping_.exchange(true)) return;
-  if (impl_->acceptor) ::shutdown(impl_->acceptor->native_handle(), SHUT_RDWR);
-  // Idle keep-alive connections wake from their read; a request being handled still gets its
-  // reply written (only the read side is shut).
+  if (impl_->wake_write.valid()) (void)!::write(impl_->wake_write.get(), "x", 1);
+  for (const auto& l : impl_->listeners) ::shutdown(l.fd, SHUT_RDWR);
+  // Idle keep-alive connections wake from their read (a TLS one too: its socket ends); a
+  // request being handled still gets its reply written (only the read side is shut).
   std::lock_guard<std::mutex> lock(impl_->mu);
   for (int fd : impl_->live_fds) ::shutdown(fd, SHUT_RD);
 }

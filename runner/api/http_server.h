@@ -1,12 +1,14 @@
-// A small HTTP/1.1 server on a unix socket (Boost.Beast), for `sandrun serve`: one thread per
-// connection, keep-alive, JSON request/response handlers, and server-sent event streams.
-// Knows nothing of tools: routes are handlers given by the caller.
+// A small HTTP/1.1 server on a unix socket and TCP listeners, plain or TLS (Boost.Beast over
+// connection.h), for `sandrun serve`: one thread per connection, keep-alive, JSON
+// request/response handlers, and server-sent event streams. Knows nothing of tools: routes are
+// handlers given by the caller; every listener serves the same routes.
 //
 // Bounded by HttpServerLimits, so that no client can hold the server's threads or memory:
-//   - connections beyond max_connections are answered 503 at once and closed (never queued);
+//   - connections beyond max_connections (all listeners together) are answered 503 at once and
+//     closed, never queued (on a TLS listener, closed at once: a reply would need a handshake);
 //   - a request's headers must arrive within header_timeout (counted from the connection for its
-//     first request, from the request's first byte on a keep-alive connection), else the
-//     connection is closed;
+//     first request, TLS handshake included, from the request's first byte on a keep-alive
+//     connection), else the connection is closed;
 //   - a keep-alive connection idle for idle_timeout between requests is closed; so is one whose
 //     body does not arrive within idle_timeout of its headers, or that does not take a reply (or
 //     an event) within idle_timeout of it being sent;
@@ -24,6 +26,7 @@
 //   HttpServer server(limits);
 //   server.Route("POST", "/v1/tools/exec", [&](const HttpRequestInfo& r) { return Reply(...); });
 //   SANDRUN_RETURN_IF_ERROR(server.ListenUnix(path, 0600));
+//   auto port = server.ListenTcp("127.0.0.1", 0, tls);  // optional; tls null: plain
 //   server.Serve();            // until Stop() from another thread (e.g. a signal watcher)
 #pragma once
 
@@ -44,6 +47,9 @@
 #include "sandbox/base/result.h"
 
 namespace sandrun::api {
+
+class Connection;
+class TlsContext;
 
 struct HttpRequestInfo {
   std::string method;
@@ -80,11 +86,12 @@ struct HttpServerLimits {
 using EventWriter =
     std::function<bool(const std::string& event, const std::string& data, uint64_t id)>;
 
-// A connection switched to another protocol (101 Switching Protocols) for its handler: the raw
-// socket (still owned by the server), the bytes the client sent past its request, and the
-// server's write deadline (idle_timeout) for the handler's own writes.
+// A connection switched to another protocol (101 Switching Protocols) for its handler: the
+// connection (plain or TLS, still owned by the server; one thread may read it while another
+// writes), the bytes the client sent past its request, and the server's write deadline
+// (idle_timeout) for the handler's own writes.
 struct UpgradedConnection {
-  int fd = -1;
+  Connection* connection = nullptr;
   std::string pending;
   std::chrono::milliseconds write_timeout{0};
 };
@@ -123,6 +130,11 @@ class HttpServer {
   // Binds `path` (a stale socket file nobody answers on is replaced; a live one is an error),
   // chmod `mode`.
   Status ListenUnix(const std::string& path, unsigned mode);
+  // Listens on TCP at `host` (a numeric IPv4 or IPv6 address) and `port` (0: a free one), with
+  // TLS when `tls` is set; returns the bound port. Its requests have transport "tcp", the peer's
+  // "ip:port" as remote and no uid. Whether an address may go without TLS is the caller's call.
+  Result<uint16_t> ListenTcp(const std::string& host, uint16_t port,
+                             std::shared_ptr<const TlsContext> tls);
   // Accepts until Stop(); returns after every connection thread ended (in-flight requests finish).
   void Serve();
   // Stops accepting and asks connections to finish; safe from any thread (not from a signal

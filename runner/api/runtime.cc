@@ -33,9 +33,6 @@ namespace sandrun::api {
 
 namespace {
 
-// The label a tenant's sandbox containers carry (issue 14's isolation).
-constexpr char kTenantLabel[] = "sandrun.tenant";
-
 RuntimeReply ErrorReply(int status, const std::string& code, const std::string& message) {
   return {status, RenderToolError(Error::Refusal(code, message))};
 }
@@ -100,13 +97,14 @@ struct Runtime::Impl {
   std::unique_ptr<AuditTrail> audit;  // every decision, every operator answer
 
   // The per-call options the tool code reads: the principal's agent, session and workspace
-  // over the server's own --config/--server.
+  // over the server's own --config/--server. A hosted tenant's workspace is its own
+  // (CallWorkspaceDir refuses a workspace_root it was given), and the cwd is not its to give.
   GlobalOptions GlobalFor(const Principal& who) const {
     GlobalOptions g = global;
     g.agent = who.agent;
     g.session = who.session;
     g.workspace = who.workspace_root;
-    g.cwd = who.cwd;
+    g.cwd = who.tenant.empty() ? who.cwd : std::string();
     return g;
   }
   // One exec call with its audit lines: the decision to run before anything starts (on_run),
@@ -208,6 +206,7 @@ struct Runtime::Impl {
     caller.uid = who.sender.empty() ? who.uid : -1;
     caller.agent_id = who.agent;
     caller.session_key = who.session;
+    caller.tenant = who.tenant;  // host_execution: the loader reads it from the tenant's layer
     return caller;
   }
 };
@@ -499,7 +498,7 @@ std::string Runtime::MetricsText(const TenantFilter& filter) const {
       if (list) {
         std::map<std::string, size_t> by;
         for (const auto& c : *list) {
-          auto it = c.labels.find(kTenantLabel);
+          auto it = c.labels.find(exec::kTenantLabel);
           ++by[it == c.labels.end() ? std::string() : it->second];
         }
         g.containers = std::move(by);

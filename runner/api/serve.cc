@@ -17,6 +17,7 @@
 #include "runner/api/exec_route.h"
 #include "runner/api/exec_stream.h"
 #include "runner/api/http_server.h"
+#include "runner/api/listen_address.h"
 #include "runner/api/runtime.h"
 #include "runner/api/server_auth.h"
 #include "runner/api/server_client.h"
@@ -91,6 +92,13 @@ int RunServeCommand(const GlobalOptions& global, const ServeOptions& options) {
   sigaddset(&stop_signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
+
+  // The TCP listener's address and TLS files are checked before anything starts.
+  auto tcp = PlanTcpListener(options.listen, options.tls_cert, options.tls_key);
+  if (!tcp) {
+    PrintError(tcp.error().ToString());
+    return kExitRefused;
+  }
 
   std::string socket = options.socket;
   if (socket.empty()) {
@@ -190,6 +198,15 @@ int RunServeCommand(const GlobalOptions& global, const ServeOptions& options) {
   }
   std::fprintf(stderr, "sandrun: serving on %s (%d finished and %d lost sessions recovered)\n",
                socket.c_str(), runtime.recovered_finished(), runtime.recovered_lost());
+  if (!options.listen.empty()) {
+    auto port = server.ListenTcp(tcp->address.host, tcp->address.port, tcp->tls);
+    if (!port) {
+      PrintError(port.error().ToString());
+      return kExitFailure;
+    }
+    std::fprintf(stderr, "sandrun: listening on %s\n",
+                 ListenUrl(tcp->address, *port, tcp->tls != nullptr).c_str());
+  }
 
   std::atomic<bool> served{false};
   std::thread signal_thread([&] {

@@ -1,4 +1,6 @@
-// `sandrun serve`: the long-running server (SPEC §2.3) on $SANDRUN_HOME/sandrun.sock (0600).
+// `sandrun serve`: the long-running server (SPEC §2.3) on $SANDRUN_HOME/sandrun.sock (0600), and
+// with --listen HOST:PORT on TCP too (TLS with --tls-cert/--tls-key; plain only on loopback:
+// listen_address.h), every listener serving the same routes under the same server.* limits.
 //   POST /v1/tools/exec      an exec tool call (background sessions and yieldMs work here)
 //   POST /v1/tools/process   a process tool call (list, poll, log, write, send-keys, ...)
 //   POST /v1/tools/apply_patch, POST /v1/policy/check, POST /v1/exec (the CLI's exec stream)
@@ -22,6 +24,8 @@ namespace sandrun::api {
 struct ServeOptions {
   std::string socket;                // "" = $SANDRUN_HOME/sandrun.sock (or --server)
   bool keep_host_processes = false;  // on shutdown, leave gateway sessions running
+  std::string listen;                // --listen HOST:PORT: a TCP listener too ("" = none)
+  std::string tls_cert, tls_key;     // PEM files: TLS on the TCP listener (both or neither)
   // The unix socket needs tokens too (platforms whose agents share the server's uid).
   bool require_tokens = false;
 };

@@ -467,6 +467,15 @@ std::string ApprovalsPath(const std::string& state_dir) {
   return state_dir + "/exec-approvals.json";
 }
 
+std::string TenantStateDir(const std::string& state_dir, const std::string& tenant) {
+  return state_dir + "/tenants/" + tenant;
+}
+
+std::string ApprovalsPath(const std::string& state_dir, const std::string& tenant) {
+  return tenant.empty() ? ApprovalsPath(state_dir)
+                        : TenantStateDir(state_dir, tenant) + "/exec-approvals.json";
+}
+
 const StateFileFormat<ApprovalsFile>& ApprovalsFormat() {
   static const StateFileFormat<ApprovalsFile> format{"approvals file", ParseApprovals,
                                                      SerializeApprovals};

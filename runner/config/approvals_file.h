@@ -132,6 +132,12 @@ ResolvedApprovals ResolveApprovals(const ApprovalsFile& file, const std::string&
 
 // `state_dir` + "/exec-approvals.json".
 std::string ApprovalsPath(const std::string& state_dir);
+// A hosted tenant's own state: `state_dir` + "/tenants/<tenant>" (its workspaces, its approvals
+// file). `tenant` must be a valid, non-empty tenant id (ids.h).
+std::string TenantStateDir(const std::string& state_dir, const std::string& tenant);
+// The approvals file of `tenant`: ApprovalsPath(state_dir) for "" (the local server's), else
+// TenantStateDir(state_dir, tenant) + "/exec-approvals.json".
+std::string ApprovalsPath(const std::string& state_dir, const std::string& tenant);
 
 // existed = false: no file (an empty ApprovalsFile); warnings: normalisation, and a file that is
 // not private (mode wider than 0600, or not owned by us).

@@ -34,6 +34,12 @@ struct Caller {
   int64_t uid = -1;
   std::string agent_id = "main";
   std::string session_key = "main";
+  // The hosted tenant the call belongs to ("" = the local server's own, today's behaviour): it
+  // names the tenant's scope keys, containers, workspaces and approvals file.
+  std::string tenant;
+  // tenants.<id>.hostExecution, filled in by the loader from the config: whether a non-empty
+  // tenant may run on the gateway or a node, or ask for elevated (ignored for tenant "").
+  bool host_execution = false;
 };
 
 }  // namespace sandrun::policy

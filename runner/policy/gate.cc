@@ -29,6 +29,25 @@ Error InvalidRequest(std::string message) {
   return Error::Refusal("invalid-request", std::move(message));
 }
 
+// A hosted tenant runs in the sandbox only unless tenants.<id>.hostExecution is true: a call that
+// would run on the gateway or a node (by its host, the configured one, elevated's move or a
+// sandbox mode that is off), or that asks for elevated, is refused before anything else about
+// where it runs is said (forbidden, HTTP 403). Tenant "" is the local server: never checked.
+std::optional<Error> CheckTenantHostExecution(const ExecRequest& request, const Decision& d,
+                                              const Caller& caller) {
+  if (caller.tenant.empty() || caller.host_execution) return std::nullopt;
+  const bool elevated = request.elevated.value_or(false);
+  if (!elevated && d.effective_host == Host::kSandbox) return std::nullopt;
+  const std::string key = "tenants." + caller.tenant + ".hostExecution";
+  const std::string what = elevated ? std::string("elevated execution")
+                                    : std::string("exec host=") + HostName(d.effective_host);
+  return Error::Refusal("forbidden", what + " is not allowed for tenant \"" + caller.tenant +
+                                         "\": its commands run only in the sandbox (" + key +
+                                         " is not true). Run the call in the sandbox (sandbox.mode "
+                                         "\"all\" for the tenant, no host, no elevated), or set " +
+                                         key + " to true.");
+}
+
 // The first refusal of a call, in the documented order; nullopt when allowed.
 std::optional<Error> FirstRefusal(const config::AgentSettings& settings, const ExecRequest& request,
                                   const Decision& d, bool configured_host_ok,
@@ -57,6 +76,7 @@ std::optional<Error> FirstRefusal(const config::AgentSettings& settings, const E
     return InvalidRequest("Invalid exec ask \"" + *request.ask +
                           "\". Allowed values: off, on-miss, always.");
   }
+  if (auto e = CheckTenantHostExecution(request, d, caller)) return e;
   if (elevated_error.has_value()) return elevated_error;
   if (auto e = CheckHostOverride(d.configured_host, d.requested_host, d.sandboxed)) return e;
   if (d.selected_host == Host::kSandbox && !d.sandboxed) {

@@ -10,7 +10,8 @@
 // have gone.
 //
 // Refusal order (the first one wins): empty/invalid command -> invalid tools.exec.host ->
-// invalid per-call host -> invalid per-call security/ask -> elevated unavailable -> host not
+// invalid per-call host -> invalid per-call security/ask -> a hosted tenant's gateway, node or
+// elevated call without tenants.<id>.hostExecution (forbidden) -> elevated unavailable -> host not
 // allowed -> host=sandbox without a sandbox -> /approve command -> env violations -> explicit
 // deny -> node binding / no node -> (BuildPlan) unsafe sandbox settings. On gateway/node the
 // approvals flow (approval_flow.h) runs on the plan: allowlist, approvals file, inline eval.

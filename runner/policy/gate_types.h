@@ -11,6 +11,7 @@
 //   Use(r.value());
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <string>
@@ -87,6 +88,9 @@ struct GateContext {
   DirExistsFn dir_exists;        // empty: StatDirExists
   IsExecutableFn is_executable;  // empty: StatIsExecutable
   HostProbe host_probe;          // sandbox plans: the workspace, binds and workdir on the host
+  // tenants.<id>.quotas.maxContainers of a hosted tenant (0: no limit; ignored for tenant ""):
+  // carried in the sandbox spec to the container pool, which alone knows a call needs a new one.
+  int64_t max_containers = 0;
 };
 
 }  // namespace sandrun::policy

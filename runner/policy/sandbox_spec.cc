@@ -132,7 +132,9 @@ Result<exec::HostMountSpec> CheckedBind(const std::string& bind, const GateConte
 
 }  // namespace
 
-std::string SandboxScopeKey(config::SandboxScope scope, const Caller& caller) {
+namespace {
+
+std::string LocalScopeKey(config::SandboxScope scope, const Caller& caller) {
   switch (scope) {
     case config::SandboxScope::kShared:
       return "shared";
@@ -148,9 +150,23 @@ std::string SandboxScopeKey(config::SandboxScope scope, const Caller& caller) {
   return "shared";
 }
 
+}  // namespace
+
+std::string SandboxScopeKey(config::SandboxScope scope, const Caller& caller) {
+  // '/' is in no tenant id, agent id or session key: "<tenant>/<key>" can never be another
+  // tenant's key, nor a key of tenant "" (whose keys stay as they were).
+  const std::string key = LocalScopeKey(scope, caller);
+  return caller.tenant.empty() ? key : caller.tenant + "/" + key;
+}
+
 std::optional<Error> ValidateCallerIds(const Caller& caller) {
   if (auto bad = config::CallerIdsError(caller.agent_id, caller.session_key)) {
     return Error::Refusal("invalid-request", *bad);
+  }
+  if (!caller.tenant.empty()) {
+    if (auto bad = config::TenantIdError(caller.tenant)) {
+      return Error::Refusal("invalid-request", *bad);
+    }
   }
   return std::nullopt;
 }
@@ -270,6 +286,8 @@ Result<exec::SandboxSpec> BuildSandboxSpec(const GateContext& ctx) {
 
   exec::SandboxSpec spec;
   spec.instance_id = ctx.instance_id;
+  spec.tenant = ctx.caller.tenant;
+  spec.max_containers = ctx.caller.tenant.empty() ? 0 : ctx.max_containers;
   spec.scope_key = SandboxScopeKey(sb.scope, ctx.caller);
   spec.image = Trim(d.image);
   if (spec.image.empty()) return ConfigError("sandbox.docker.image is empty.");

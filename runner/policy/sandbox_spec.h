@@ -24,10 +24,12 @@ namespace sandrun::policy {
 // shared -> "shared"; session -> the session key (trimmed, "" = "main"); agent ->
 // "agent:<agentId>" (trimmed, "" = "main"). BuildSandboxSpec refuses ids that are not valid
 // (config/ids.h) before they get here, so nothing is ever trimmed into another caller's key.
+// A hosted tenant's key is "<tenant>/" + that ("acme/agent:main"): two tenants' scopes (their
+// containers, scratch dirs, scratch images) never meet, and tenant "" keeps today's keys.
 std::string SandboxScopeKey(config::SandboxScope scope, const Caller& caller);
 
-// The caller's agent id and session key checked against config/ids.h: nullopt when valid, else
-// the "invalid-request" refusal.
+// The caller's agent id, session key and (non-empty) tenant id checked against config/ids.h:
+// nullopt when valid, else the "invalid-request" refusal.
 std::optional<Error> ValidateCallerIds(const Caller& caller);
 
 // Lexical POSIX normalization: collapses "//", "." and ".."; keeps a leading "/"; "" -> ".".

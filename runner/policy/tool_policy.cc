@@ -148,6 +148,15 @@ Result<ApplyPatchTarget> GateApplyPatch(const ApplyPatchContext& ctx) {
   t.sandboxed = IsSessionSandboxed(s.sandbox, ctx.caller);
   const std::string requested = ctx.workdir.has_value() ? Trim(*ctx.workdir) : "";
   if (!t.sandboxed) {
+    // A hosted tenant without host execution never writes the gateway's file system: its
+    // sessions must be sandboxed (the exec gate's rule, tenants.<id>.hostExecution).
+    if (!ctx.caller.tenant.empty() && !ctx.caller.host_execution) {
+      return Error::Refusal("forbidden", "apply_patch on the gateway is not allowed for tenant \"" +
+                                             ctx.caller.tenant +
+                                             "\": its sessions must run in the sandbox "
+                                             "(tenants." +
+                                             ctx.caller.tenant + ".hostExecution is not true).");
+    }
     // Gateway: the real workspace; the workdir is relative to it.
     if (ctx.workspace_dir.empty() || ctx.workspace_dir[0] != '/') {
       return Error::Refusal("invalid-config",

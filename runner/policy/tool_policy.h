@@ -93,7 +93,8 @@ struct ApplyPatchContext {
 };
 
 // The apply_patch gate, refusals in this order: tool policy (tool-denied) -> applyPatch.enabled
-// false (tool-denied) -> allowModels (tool-denied) -> sandboxed with workspaceAccess ro
+// false (tool-denied) -> allowModels (tool-denied) -> a hosted tenant's gateway session without
+// tenants.<id>.hostExecution (forbidden) -> sandboxed with workspaceAccess ro
 // (read-only-workspace) -> unusable workspace settings (invalid-config) -> a workdir outside the
 // workspace while confined (invalid-request). Sandboxed sessions (sandbox.mode) write to the host
 // side of the /workspace mount: the per-scope scratch dir for workspaceAccess none, the real

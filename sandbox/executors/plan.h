@@ -28,7 +28,12 @@ struct HostMountSpec {
 // Everything the Docker executor needs to find or create the scope's container.
 struct SandboxSpec {
   std::string instance_id;  // $SANDRUN_HOME/instance-id: state dirs never share containers
-  std::string scope_key;    // "agent:main", a session key, or "shared"
+  std::string scope_key;    // "agent:main", a session key, or "shared" ("acme/..." for a tenant)
+  // The hosted tenant ("" = the local server's own): its id is on the container's label and in
+  // its name. max_containers: the tenant's quota of this instance's containers (0: no limit); a
+  // call that needs a new container beyond it is refused (quota-exceeded).
+  std::string tenant;
+  int64_t max_containers = 0;
   std::string image;
   std::string container_prefix = "sandrun-sbx-";
   std::string workdir = "/workspace";  // container side of the workspace mount

@@ -114,8 +114,8 @@ class TenantServer : public SandrunHome {
     SANDRUN_REQUIRE_DOCKER(client);
     cert_ = home_ + "/cert.pem";
     key_ = home_ + "/key.pem";
-    auto made = RunProcess({Program("openssl"), "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout",
-                            key_, "-out", cert_, "-days", "1", "-subj", "/CN=localhost",
+    auto made = RunProcess({Program("openssl"), "req", "-x509", "-newkey", "rsa:2048", "-nodes",
+                            "-keyout", key_, "-out", cert_, "-days", "1", "-subj", "/CN=localhost",
                             "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"});
     ASSERT_EQ(made.exit_code, 0) << made.err;
   }
@@ -155,9 +155,9 @@ class TenantServer : public SandrunHome {
       dup2(out, 2);
       int devnull = ::open("/dev/null", O_WRONLY);
       dup2(devnull, 1);
-      std::vector<std::string> argv = {SANDRUN_BINARY, "--workspace", workspace_, "serve",
-                                       "--listen", "127.0.0.1:0", "--tls-cert", cert_,
-                                       "--tls-key", key_};
+      std::vector<std::string> argv = {SANDRUN_BINARY, "--workspace", workspace_,   "serve",
+                                       "--listen",     "127.0.0.1:0", "--tls-cert", cert_,
+                                       "--tls-key",    key_};
       argv.insert(argv.end(), extra.begin(), extra.end());
       std::vector<char*> args;
       for (auto& a : argv) args.push_back(a.data());
@@ -210,8 +210,7 @@ class TenantServer : public SandrunHome {
   }
 
   std::string Url(const std::string& path) const {
-    return unix_ ? "http://sandrun" + path
-                 : "https://127.0.0.1:" + std::to_string(port_) + path;
+    return unix_ ? "http://sandrun" + path : "https://127.0.0.1:" + std::to_string(port_) + path;
   }
   // curl's transport options: the socket, or TLS with the test's certificate as the only CA.
   std::vector<std::string> Transport() const {
@@ -224,8 +223,9 @@ class TenantServer : public SandrunHome {
   HttpResult Request(const std::string& method, const std::string& path, const std::string& token,
                      const std::string& body = "", const std::vector<std::string>& headers = {}) {
     const std::string head_file = home_ + "/curl-head";
-    std::vector<std::string> argv = {Program("curl"), "-sS", "-X", method, "-D", head_file,
-                                     "-o",   home_ + "/curl-body", "-w", "%{http_code}"};
+    std::vector<std::string> argv = {
+        Program("curl"),      "-sS", "-X",          method, "-D", head_file, "-o",
+        home_ + "/curl-body", "-w",  "%{http_code}"};
     for (const auto& t : Transport()) argv.push_back(t);
     if (!token.empty()) {
       argv.push_back("-H");
@@ -258,7 +258,8 @@ class TenantServer : public SandrunHome {
   // An event stream held open by curl -N, its output in a file of the home.
   std::unique_ptr<Streaming> Events(const std::string& token,
                                     const std::vector<std::string>& headers = {}) {
-    std::vector<std::string> argv = {Program("curl"), "-sSN", "-H", "Authorization: Bearer " + token};
+    std::vector<std::string> argv = {Program("curl"), "-sSN", "-H",
+                                     "Authorization: Bearer " + token};
     for (const auto& t : Transport()) argv.push_back(t);
     for (const auto& h : headers) {
       argv.push_back("-H");

@@ -2,12 +2,12 @@
 // roles and tenants (403), two tenants x several agents that cannot see each other's sessions,
 // approvals or events, approvals an agent cannot answer, quotas (429, nothing ran), revocation
 // with SIGHUP, and audit lines that match the calls one to one.
+#include "tests/e2e/tenant_server.h"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <thread>
-
-#include "tests/e2e/tenant_server.h"
 
 namespace sandrun::testing {
 namespace {
@@ -38,8 +38,8 @@ class TenantServerTest : public TenantServer {
   std::string Finish(const std::string& token, const std::string& id,
                      const std::vector<std::string>& headers = {}) {
     for (int i = 0; i < 60; ++i) {
-      auto r = Post("/v1/tools/process", token, ProcessCall("poll", id, R"(,"timeout":1000)"),
-                    headers);
+      auto r =
+          Post("/v1/tools/process", token, ProcessCall("poll", id, R"(,"timeout":1000)"), headers);
       EXPECT_EQ(r.status, 200) << r.body;
       if (Details(r.json(), "status") != "running") break;
     }
@@ -101,7 +101,8 @@ TEST_F(TenantServerTest, TokenlessInvalidExpiredAndRevokedTokensGet401AndRunNoth
 
   // Of all these calls only the three that got through were decided (and audited).
   size_t decided = 0;
-  for (const auto& line : AuditLines()) decided += line.find("\"action\":\"end\"") == std::string::npos;
+  for (const auto& line : AuditLines())
+    decided += line.find("\"action\":\"end\"") == std::string::npos;
   EXPECT_EQ(decided, 3u);
 }
 
@@ -131,7 +132,8 @@ TEST_F(TenantServerTest, RolesTenantsAgentsAndDirectoriesAreCheckedWith403) {
   }
   // None of the refused calls ran: no session, and the audit log has only the one call.
   size_t decided = 0;
-  for (const auto& line : AuditLines()) decided += line.find("\"action\":\"end\"") == std::string::npos;
+  for (const auto& line : AuditLines())
+    decided += line.find("\"action\":\"end\"") == std::string::npos;
   EXPECT_EQ(decided, 1u);
 }
 
@@ -160,7 +162,8 @@ TEST_F(TenantServerTest, TenantsCannotSeeOrTouchEachOthersSessionsOrEvents) {
     const std::vector<std::string> as = {std::string("X-Sandrun-Agent: ") + a};
     for (const char* action : {"poll", "log", "kill", "remove", "write"}) {
       const std::string extra = std::string(action) == "write" ? R"(,"data":"x")" : "";
-      auto unknown = Post("/v1/tools/process", globex, ProcessCall(action, "zz-unknown", extra), as);
+      auto unknown =
+          Post("/v1/tools/process", globex, ProcessCall(action, "zz-unknown", extra), as);
       auto theirs = Post("/v1/tools/process", globex, ProcessCall(action, id, extra), as);
       EXPECT_EQ(theirs.status, unknown.status) << action;
       EXPECT_NE(theirs.status, 200) << action << ": " << theirs.body;
@@ -257,7 +260,8 @@ TEST_F(TenantServerTest, QuotasAnswer429WithRetryAfterAndRunNothing) {
 
   // Four requests a minute: the next one is refused, another tenant is not.
   HttpResult limited;
-  for (int i = 0; i < 6 && limited.status != 429; ++i) limited = Post("/v1/tools/exec", tiny, kExecHi);
+  for (int i = 0; i < 6 && limited.status != 429; ++i)
+    limited = Post("/v1/tools/exec", tiny, kExecHi);
   EXPECT_EQ(limited.status, 429) << limited.body;
   EXPECT_TRUE(limited.HasHeader("Retry-After: ")) << limited.headers;
   EXPECT_EQ(Post("/v1/tools/exec", acme, kExecHi).status, 200);
@@ -298,13 +302,15 @@ TEST_F(TenantServerTest, AnAdminNamesItsTenantAndAnOperatorSeesOnlyItsOwnMetrics
   const std::string acme_op = Token("acme", "operator");
   StartTls();
   const std::string id = Background(acme, "sleep 30");
-  auto as_admin = Post("/v1/tools/process", admin, ProcessCall("poll", id), {"X-Sandrun-Tenant: acme"});
+  auto as_admin =
+      Post("/v1/tools/process", admin, ProcessCall("poll", id), {"X-Sandrun-Tenant: acme"});
   EXPECT_EQ(as_admin.status, 200) << as_admin.body;
-  auto wrong = Post("/v1/tools/process", admin, ProcessCall("poll", id), {"X-Sandrun-Tenant: globex"});
+  auto wrong =
+      Post("/v1/tools/process", admin, ProcessCall("poll", id), {"X-Sandrun-Tenant: globex"});
   EXPECT_EQ(wrong.status, 404) << wrong.body;
-  EXPECT_EQ(Post("/v1/tools/process", admin, ProcessCall("kill", id), {"X-Sandrun-Tenant: acme"})
-                .status,
-            200);
+  EXPECT_EQ(
+      Post("/v1/tools/process", admin, ProcessCall("kill", id), {"X-Sandrun-Tenant: acme"}).status,
+      200);
 
   auto mine = Get("/metrics", acme_op);
   EXPECT_EQ(mine.status, 200);

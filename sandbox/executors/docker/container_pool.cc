@@ -37,17 +37,35 @@ Error SandboxUnavailable(Error e, const std::string& what) {
   return std::move(e).Wrap("sandbox unavailable (" + what + "), nothing was run");
 }
 
+namespace {
+
+// <prefix><instance8>- and, for a hosted tenant, <tenant>-.
+std::string NameStem(const SandboxSpec& spec) {
+  std::string stem = spec.container_prefix + spec.instance_id.substr(0, 8) + "-";
+  return spec.tenant.empty() ? stem : stem + spec.tenant + "-";
+}
+
+// The scope key as its tenant names it: without the "<tenant>/" the name already carries.
+std::string KeyWithinTenant(const SandboxSpec& spec) {
+  const std::string prefix = spec.tenant + "/";
+  if (!spec.tenant.empty() && spec.scope_key.rfind(prefix, 0) == 0) {
+    return spec.scope_key.substr(prefix.size());
+  }
+  return spec.scope_key;
+}
+
+}  // namespace
+
 std::string ContainerName(const SandboxSpec& spec) {
+  const std::string key = KeyWithinTenant(spec);
   std::string name =
-      spec.container_prefix + spec.instance_id.substr(0, 8) + "-" +
-      (spec.scope_key == "shared" ? std::string("shared") : SlugifyScopeKey(spec.scope_key));
+      NameStem(spec) + (key == "shared" ? std::string("shared") : SlugifyScopeKey(key));
   if (name.size() > kMaxNameLength) name.resize(kMaxNameLength);
   return name;
 }
 
 std::string CollisionFreeContainerName(const SandboxSpec& spec) {
-  std::string name =
-      spec.container_prefix + spec.instance_id.substr(0, 8) + "-" + ScopeKeyHash(spec.scope_key);
+  std::string name = NameStem(spec) + ScopeKeyHash(spec.scope_key);
   if (name.size() > kMaxNameLength) name.resize(kMaxNameLength);
   return name;
 }
@@ -95,6 +113,9 @@ docker::ContainerSpec BuildContainerSpec(const SandboxSpec& spec, int64_t create
               {kScopeLabel, spec.scope_key},
               {kScopeHashLabel, ScopeKeyHash(spec.scope_key)},
               {kStateDirLabel, spec.state_dir}};
+  // The local server's containers stay as they were (their config hash too: no recreation on
+  // upgrade); no label reads as tenant "".
+  if (!spec.tenant.empty()) c.labels[kTenantLabel] = spec.tenant;
   if (created_at_ms > 0) c.labels[kCreatedAtLabel] = std::to_string(created_at_ms);
   c.working_dir = spec.workdir;
   c.user = spec.user;
@@ -207,6 +228,7 @@ Result<EnsuredContainer> ContainerPool::CreateAndStart(const SandboxSpec& spec,
           auto info = client_->InspectContainer(name);
           if (info && info->state.running) {
             if (info->labels[kInstanceLabel] == spec.instance_id &&
+                info->labels[kTenantLabel] == spec.tenant &&
                 info->labels[kScopeLabel] == spec.scope_key &&
                 info->labels[kReachHashLabel] == reach) {
               return EnsuredContainer{name, info->id, false, HasExecWrapper(info->labels)};
@@ -247,6 +269,36 @@ Result<EnsuredContainer> ContainerPool::CreateAndStart(const SandboxSpec& spec,
   return EnsuredContainer{name, id, true, wrapped};
 }
 
+Result<EnsuredContainer> ContainerPool::CreateWithinQuota(const SandboxSpec& spec,
+                                                          const std::string& name) {
+  if (spec.tenant.empty() || spec.max_containers <= 0) return CreateAndStart(spec, name);
+  std::shared_ptr<std::mutex> tenant_mu;
+  {
+    std::lock_guard<std::mutex> lock(ensure_mu_);
+    auto& slot = tenant_locks_[spec.tenant];
+    if (!slot) slot = std::make_shared<std::mutex>();
+    tenant_mu = slot;
+  }
+  std::lock_guard<std::mutex> tenant_lock(*tenant_mu);
+  // Stopped ones count too: they are the tenant's until pruned or recreated in place.
+  auto held = client_->ListContainers({std::string(kInstanceLabel) + "=" + spec.instance_id,
+                                       std::string(kTenantLabel) + "=" + spec.tenant},
+                                      /*all=*/true);
+  if (!held) {
+    return SandboxUnavailable(std::move(held).error(), "counting the tenant's containers");
+  }
+  if (static_cast<int64_t>(held->size()) >= spec.max_containers) {
+    return Error::Refusal(
+        "quota-exceeded",
+        "tenant \"" + spec.tenant + "\" already has " + std::to_string(held->size()) + " of its " +
+            std::to_string(spec.max_containers) + " sandbox containers (tenants." + spec.tenant +
+            ".quotas.maxContainers); a new one for scope " + spec.scope_key +
+            " was not created, nothing was run. Try again in 30 s, or use a scope that has "
+            "a container.");
+  }
+  return CreateAndStart(spec, name);
+}
+
 Result<EnsuredContainer> ContainerPool::EnsureContainer(const SandboxSpec& spec,
                                                         std::vector<std::string>* warnings) {
   for (const std::string& name : {ContainerName(spec), CollisionFreeContainerName(spec)}) {
@@ -278,13 +330,14 @@ Result<EnsuredContainer> ContainerPool::EnsureNamed(const SandboxSpec& spec,
     if (info.error().code != ErrorCode::kNotFound) {
       return SandboxUnavailable(std::move(info).error(), "looking up container " + name);
     }
-    return CreateAndStart(spec, name);
+    return CreateWithinQuota(spec, name);
   }
   // The slug is readable, not unique: the container is this scope's only if its labels say so
-  // in full (a container of an older sandrun has no scope hash; its reach decides below).
+  // in full (a container of an older sandrun has no scope hash; its reach decides below; nor a
+  // tenant label, which reads as "", the local server's).
   auto scope_hash = info->labels.find(kScopeHashLabel);
   if (info->labels[kInstanceLabel] != spec.instance_id ||
-      info->labels[kScopeLabel] != spec.scope_key ||
+      info->labels[kTenantLabel] != spec.tenant || info->labels[kScopeLabel] != spec.scope_key ||
       (scope_hash != info->labels.end() && scope_hash->second != ScopeKeyHash(spec.scope_key))) {
     *taken = true;
     return Error(ErrorCode::kConflict, name + " belongs to another scope");

@@ -36,13 +36,17 @@ inline constexpr char kReachHashLabel[] = "sandrun.reachHash";
 // Which state dir owns the container (operators, and the test suite's leak check).
 inline constexpr char kStateDirLabel[] = "sandrun.stateDir";
 inline constexpr char kCreatedAtLabel[] = "sandrun.createdAtMs";
+// The hosted tenant a container belongs to, on each of a hosted tenant's containers (none: the
+// local server's, tenant ""): maxContainers counts by it, operators filter by it.
+inline constexpr char kTenantLabel[] = "sandrun.tenant";
 
-// Container name for a scope: <prefix><instance8>-<slug>, at most 63 characters. The slug is
-// for reading only: a container found by name is the scope's only if its labels carry the same
-// instance id and scope key in full (two keys can share a slug).
+// Container name for a scope: <prefix><instance8>-<slug>, or <prefix><instance8>-<tenant>-<slug>
+// for a hosted tenant (the slug of the key without its "<tenant>/"), at most 63 characters. The
+// slug is for reading only: a container found by name is the scope's only if its labels carry
+// the same instance id, tenant and scope key in full (two keys can share a slug).
 std::string ContainerName(const SandboxSpec& spec);
-// The name used when ContainerName is taken by another scope: <prefix><instance8>-<the scope's
-// full hash>, cut to 63 characters (42 hex digits with the default prefix).
+// The name used when ContainerName is taken by another scope: <prefix><instance8>-[<tenant>-]<the
+// scope's full hash>, cut to 63 characters (42 hex digits with the default prefix, no tenant).
 std::string CollisionFreeContainerName(const SandboxSpec& spec);
 // Hash (sha256, 64 hex digits) of everything a container can reach: its mounts (host paths,
 // their identities, access, targets), user, network, image, capabilities, security options,
@@ -78,8 +82,10 @@ class ContainerPool {
                          std::optional<ExecWrapper> exec_wrapper = std::nullopt);
 
   // Finds the scope's container, (re)creating and starting it as needed. A container is reused
-  // only if it carries this instance id, the scope key and ReachHash in full and is running; a
-  // stopped one is removed and created again, its mounts checked again, with a warning.
+  // only if it carries this instance id, the tenant, the scope key and ReachHash in full and is
+  // running; a stopped one is removed and created again, its mounts checked again, with a
+  // warning. A scope without a container whose tenant already has spec.max_containers of this
+  // instance's containers (by label) gets nothing created (wire code quota-exceeded).
   // Warnings (e.g. a config change on a hot container) are appended to `warnings`. A spec
   // without a seccomp profile's JSON is refused: no container runs without the filter.
   Result<EnsuredContainer> EnsureContainer(const SandboxSpec& spec,
@@ -109,11 +115,16 @@ class ContainerPool {
   Result<EnsuredContainer> EnsureNamed(const SandboxSpec& spec, const std::string& name,
                                        std::vector<std::string>* warnings, bool* taken);
 
+  // The tenant's quota before a new container is created: the count and the creation under one
+  // lock per tenant, so parallel calls of one tenant cannot both take the last slot.
+  Result<EnsuredContainer> CreateWithinQuota(const SandboxSpec& spec, const std::string& name);
+
   std::shared_ptr<docker::Client> client_;
   MountSupport mount_support_;
   ExecWrapper exec_wrapper_;
-  std::mutex ensure_mu_;                                             // guards ensure_locks_
+  std::mutex ensure_mu_;                                             // guards the lock maps
   std::map<std::string, std::shared_ptr<std::mutex>> ensure_locks_;  // per container name
+  std::map<std::string, std::shared_ptr<std::mutex>> tenant_locks_;  // per tenant (quota)
 };
 
 }  // namespace sandrun::exec
