@@ -29,6 +29,8 @@ std::string ResolvedJson(const PendingApproval& p, const std::string& decision, 
     w.Key("sessionId");
     WriteJsonString(w, session_id);
   }
+  w.Key("tenant");
+  WriteJsonString(w, p.tenant);
   w.Key("agentId");
   WriteJsonString(w, p.caller.agent_id);
   w.Key("sessionKey");
@@ -50,6 +52,7 @@ void WritePending(JsonWriter& w, const PendingApproval& p) {
   str("command", p.command);
   str("host", p.host);
   str("cwd", p.gated.plan.cwd);
+  str("tenant", p.tenant);
   str("agentId", p.caller.agent_id);
   str("sessionKey", p.caller.session_key);
   w.Key("createdAtMs");
@@ -87,7 +90,7 @@ PendingApproval ApprovalBroker::Register(PendingApproval p) {
   rapidjson::StringBuffer buffer;
   JsonWriter w(buffer);
   WritePending(w, p);
-  if (publish_) publish_("approval.requested", buffer.GetString());
+  if (publish_) publish_(p.tenant, "approval.requested", buffer.GetString());
   return p;
 }
 
@@ -148,7 +151,7 @@ ApprovalBroker::Answer ApprovalBroker::Resolve(const PendingApproval& p,
   if (!approved) {
     std::string text = head + reason + "): " + p.command;
     std::string json = ResolvedJson(p, decision, false, "", text);
-    if (publish_) publish_("approval.resolved", json);
+    if (publish_) publish_(p.tenant, "approval.resolved", json);
     return {200, json};
   }
   std::string note;
@@ -163,13 +166,13 @@ ApprovalBroker::Answer ApprovalBroker::Resolve(const PendingApproval& p,
   if (!session) {
     std::string text = head + "spawn-failed): " + p.command + ": " + session.error().ToString();
     std::string json = ResolvedJson(p, decision, false, "", text);
-    if (publish_) publish_("approval.resolved", json);
+    if (publish_) publish_(p.tenant, "approval.resolved", json);
     return {200, json};
   }
   std::string text = "Exec approved (" + p.host + " id=" + p.id + ", " + decision +
                      ", session=" + *session + ")" + note + ": " + command;
   std::string json = ResolvedJson(p, decision, true, *session, text);
-  if (publish_) publish_("approval.resolved", json);
+  if (publish_) publish_(p.tenant, "approval.resolved", json);
   return {200, json};
 }
 
@@ -193,6 +196,13 @@ std::string ApprovalBroker::ListJson(const std::string& tenant) const {
 size_t ApprovalBroker::size() const {
   std::lock_guard<std::mutex> lock(mu_);
   return pending_.size();
+}
+
+std::map<std::string, size_t> ApprovalBroker::PendingByTenant() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::map<std::string, size_t> by;
+  for (const auto& [id, p] : pending_) ++by[p.tenant];
+  return by;
 }
 
 void ApprovalBroker::TimerLoop() {
@@ -237,9 +247,10 @@ void ApprovalBroker::Shutdown() {
   if (timer_.joinable()) timer_.join();
   for (const auto& [id, p] : dropped) {
     if (publish_) {
-      publish_("approval.resolved", ResolvedJson(p, "shutdown", false, "",
-                                                 "Exec denied (" + p.host + " id=" + p.id +
-                                                     ", server-shutdown): " + p.command));
+      publish_(p.tenant, "approval.resolved",
+               ResolvedJson(
+                   p, "shutdown", false, "",
+                   "Exec denied (" + p.host + " id=" + p.id + ", server-shutdown): " + p.command));
     }
   }
 }

@@ -47,7 +47,8 @@ class ApprovalBroker {
   using RunFn =
       std::function<Result<std::string>(const PendingApproval& p, const std::string& command)>;
   // Publishes an event: ("approval.requested" | "approval.resolved", JSON object).
-  using PublishFn = std::function<void(const std::string& type, const std::string& json)>;
+  using PublishFn = std::function<void(const std::string& tenant, const std::string& type,
+                                       const std::string& json)>;
   using NowFn = std::function<int64_t()>;
 
   ApprovalBroker(std::string state_dir, RunFn run, PublishFn publish, NowFn now_ms = {});
@@ -71,6 +72,8 @@ class ApprovalBroker {
   //   "expiresAtMs","allowedDecisions","reason"}]}
   std::string ListJson(const std::string& tenant) const;
   size_t size() const;
+  // Pending approvals by tenant (metrics).
+  std::map<std::string, size_t> PendingByTenant() const;
 
   // Stops the timer; pending approvals are dropped (each published as resolved "shutdown").
   void Shutdown();

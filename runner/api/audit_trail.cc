@@ -96,6 +96,16 @@ void AuditTrail::Exec(const Principal& who, const policy::ExecRequest& request,
   (void)Append(std::move(r));
 }
 
+void AuditTrail::Refused(const Principal& who, const std::string& tool, const std::string& command,
+                         const Error& error) {
+  audit::AuditRecord r = Base(who);
+  r.tool = tool;
+  r.command = command;
+  r.decision = "deny";
+  r.reason = error.WireCode() + ": " + error.ToString();
+  (void)Append(std::move(r));
+}
+
 void AuditTrail::Approval(const Principal& who, const std::string& id,
                           const std::string& decision) {
   audit::AuditRecord r = Base(who);

@@ -32,6 +32,10 @@ class AuditTrail {
   // start); otherwise the one line of a call that ran nothing (deny, ask, error).
   void Exec(const Principal& who, const policy::ExecRequest& request, const ExecToolResult& result,
             bool started);
+  // A tool call refused before anything ran by the runtime itself (over a quota): a deny line
+  // with the refusal's wire code as its reason. `command` may be "" (tools without one).
+  void Refused(const Principal& who, const std::string& tool, const std::string& command,
+               const Error& error);
   // An operator's decided answer to approval `id` (its full id): `decision` as given.
   void Approval(const Principal& who, const std::string& id, const std::string& decision);
 

@@ -3,9 +3,7 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <condition_variable>
-#include <deque>
-#include <list>
+#include <map>
 #include <mutex>
 #include <variant>
 
@@ -13,7 +11,9 @@
 #include "runner/api/approval_broker.h"
 #include "runner/api/audit_trail.h"
 #include "runner/api/exec_tool.h"
+#include "runner/api/metrics.h"
 #include "runner/api/policy_cmd.h"
+#include "runner/api/quotas.h"
 #include "runner/api/server_client.h"
 #include "runner/api/tool_call.h"
 #include "runner/config/config.h"
@@ -24,66 +24,14 @@
 #include "runner/wire/tool_result.h"
 #include "sandbox/base/json.h"
 #include "sandbox/docker/client.h"
+#include "sandbox/executors/docker/container_pool.h"
 #include "sandbox/executors/docker/docker_executor.h"
 #include "sandbox/executors/host/host_executor.h"
 #include "sandbox/executors/registry.h"
 
 namespace sandrun::api {
 
-class Runtime::Subscription {
- public:
-  std::deque<Event> queue;
-  std::condition_variable wake;
-};
-
 namespace {
-
-// Fans events out to every subscriber; each has a bounded queue so a slow client loses old
-// events instead of holding the server's memory.
-class EventHub {
- public:
-  using Subscription = Runtime::Subscription;
-  std::shared_ptr<Subscription> Subscribe() {
-    auto s = std::make_shared<Subscription>();
-    std::lock_guard<std::mutex> lock(mu_);
-    subscribers_.push_back(s);
-    return s;
-  }
-  void Unsubscribe(const std::shared_ptr<Subscription>& s) {
-    std::lock_guard<std::mutex> lock(mu_);
-    subscribers_.remove(s);
-  }
-  void Publish(const std::string& type, const std::string& json) {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (auto& s : subscribers_) {
-      if (s->queue.size() >= kMaxQueued) s->queue.pop_front();
-      s->queue.push_back({type, json});
-      s->wake.notify_all();
-    }
-  }
-  bool Next(const std::shared_ptr<Subscription>& s, Runtime::Event* out, int ms) {
-    std::unique_lock<std::mutex> lock(mu_);
-    if (!s->wake.wait_for(lock, std::chrono::milliseconds(ms),
-                          [&] { return closed_ || !s->queue.empty(); }) ||
-        s->queue.empty()) {
-      return false;
-    }
-    *out = std::move(s->queue.front());
-    s->queue.pop_front();
-    return true;
-  }
-  void Close() {
-    std::lock_guard<std::mutex> lock(mu_);
-    closed_ = true;
-    for (auto& s : subscribers_) s->wake.notify_all();
-  }
-
- private:
-  static constexpr size_t kMaxQueued = 1000;
-  std::mutex mu_;
-  std::list<std::shared_ptr<Subscription>> subscribers_;
-  bool closed_ = false;
-};
 
 RuntimeReply ErrorReply(int status, const std::string& code, const std::string& message) {
   return {status, RenderToolError(Error::Refusal(code, message))};
@@ -102,6 +50,21 @@ int RefusalStatus(const std::string& wire_code) {
 
 namespace {
 
+// A call over a quota as the wire's 429 with its Retry-After.
+RuntimeReply QuotaReply(const QuotaRefusal& over) {
+  return {RefusalStatus(over.error.WireCode()), RenderToolError(over.error),
+          over.retry_after_seconds};
+}
+// The same as a tool result, for the front ends that render results themselves.
+template <typename R>
+R QuotaResult(const QuotaRefusal& over) {
+  R r;
+  r.refused = true;
+  r.error = over.error;
+  r.json = RenderToolError(over.error);
+  return r;
+}
+
 // What a one-shot runtime answers to the calls only a server can serve.
 RuntimeReply ServerRequired(const char* what) {
   return ErrorReply(400, "server-required",
@@ -117,7 +80,14 @@ struct Runtime::Impl {
   config::ServerSettings server;
   int recovered_finished = 0;
   int recovered_lost = 0;
-  EventHub events;
+  std::string instance_id;  // this server's containers carry it (the containers gauge)
+  // The config the server loaded (Start, Reload): the tenants' quotas come from it; each call
+  // still reads the config for its own settings.
+  mutable std::mutex config_mu;
+  std::shared_ptr<const config::Config> config;
+  Quotas quotas;
+  RuntimeMetrics metrics;
+  std::unique_ptr<EventHub> events = std::make_unique<EventHub>();  // the ring: Start opens it
   // The executors by plan target, made on first use and shared by every call. Before the
   // manager: sessions re-adopted after a restart use them, so they outlive it.
   exec::ExecutorRegistry executors;
@@ -138,10 +108,12 @@ struct Runtime::Impl {
     return g;
   }
   // One exec call with its audit lines: the decision to run before anything starts (on_run),
-  // then how it ended, or the one line of a call that ran nothing.
+  // then how it ended, or the one line of a call that ran nothing. Counted in the metrics with
+  // the audit's decision, and its latency when it ran.
   ExecToolResult RunAudited(const Principal& who, const policy::ExecRequest& request,
                             ExecServices& call_services, const CancelToken* cancel) {
     bool started = false;
+    const auto begin = std::chrono::steady_clock::now();
     call_services.on_run = [&](const std::string& host) -> Status {
       SANDRUN_RETURN_IF_ERROR(audit->Started(who, request, host));
       started = true;
@@ -150,6 +122,81 @@ struct Runtime::Impl {
     ExecToolResult result =
         RunExecTool(GlobalFor(who), CallerFor(who), request, nullptr, cancel, call_services);
     audit->Exec(who, request, result, started);
+    const char* decision = result.internal || (result.refused && started) ? "error"
+                           : result.refused                               ? "deny"
+                           : result.pending                               ? "ask"
+                                                                          : "allow";
+    metrics.Call(who.tenant, "exec", decision);
+    if (started && !result.refused && !result.internal) {
+      metrics.ExecLatency(
+          who.tenant,
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count());
+    }
+    return result;
+  }
+
+  // The config in force and the quotas it sets (tenant "" never has any: not a tenant id).
+  void SetConfig(config::Config cfg) {
+    std::map<std::string, config::TenantQuotas> limits;
+    for (const auto& [id, tenant] : cfg.tenants) limits[id] = tenant.quotas;  // = ForTenant(id)
+    quotas.SetLimits(std::move(limits));
+    std::lock_guard<std::mutex> lock(config_mu);
+    config = std::make_shared<const config::Config>(std::move(cfg));
+    SetLogBudgetsLocked();
+  }
+  // maxLogBytes goes to the session manager (once it exists and recovered: Start calls this
+  // again then). Caller holds config_mu.
+  void SetLogBudgetsLocked() {
+    if (!manager || !config) return;
+    std::map<std::string, uint64_t> budgets;
+    for (const auto& [id, tenant] : config->tenants) {
+      if (!id.empty() && tenant.quotas.max_log_bytes > 0) {
+        budgets[id] = static_cast<uint64_t>(tenant.quotas.max_log_bytes);
+      }
+    }
+    manager->SetLogBudgets(std::move(budgets));
+  }
+
+  // A call over a quota: its audit line (deny, quota-exceeded) and counts; nothing ran.
+  QuotaRefusal OverQuota(const Principal& who, const std::string& tool, const std::string& command,
+                         QuotaRefusal over) {
+    audit->Refused(who, tool, command, over.error);
+    metrics.QuotaRejection(who.tenant, over.quota);
+    metrics.Call(who.tenant, tool, "deny");
+    return over;
+  }
+  // requestsPerMinute, for any tool call.
+  std::optional<QuotaRefusal> AdmitCall(const Principal& who, const std::string& tool,
+                                        const std::string& command) {
+    auto over = quotas.AdmitCall(who.tenant);
+    if (!over) return std::nullopt;
+    return OverQuota(who, tool, command, std::move(*over));
+  }
+  // Every quota of an exec call; the slot holds its place until the call returns.
+  std::variant<Quotas::ExecSlot, QuotaRefusal> AdmitExec(const Principal& who,
+                                                         const policy::ExecRequest& request,
+                                                         bool may_background) {
+    if (auto over = AdmitCall(who, "exec", request.command)) return std::move(*over);
+    auto slot = quotas.AdmitExec(who.tenant, may_background, [&] {
+      if (!manager) return TenantSessionUsage{};
+      sessions::SessionManager::TenantUsage u = manager->UsageOf(who.tenant);
+      return TenantSessionUsage{u.held, u.running};
+    });
+    if (auto* over = std::get_if<QuotaRefusal>(&slot)) {
+      return OverQuota(who, "exec", request.command, std::move(*over));
+    }
+    return std::move(std::get<Quotas::ExecSlot>(slot));
+  }
+  // A call's decision for the metrics, by its reply's status.
+  void CountCall(const Principal& who, const std::string& tool, int status) {
+    metrics.Call(who.tenant, tool, status >= 500 ? "error" : status >= 400 ? "deny" : "allow");
+  }
+  ApplyPatchToolResult RunPatch(const Principal& who, const ApplyPatchRequest& request) {
+    ApplyPatchToolResult result = RunApplyPatchTool(GlobalFor(who), CallerFor(who), request);
+    metrics.Call(who.tenant, "apply_patch",
+                 result.internal  ? "error"
+                 : result.refused ? "deny"
+                                  : "allow");
     return result;
   }
   static policy::Caller CallerFor(const Principal& who) {
@@ -212,8 +259,12 @@ Result<std::unique_ptr<Runtime>> Runtime::Start(const GlobalOptions& global, Opt
   if (!cfg) return Error::Refusal("invalid-config", cfg.error().ToString());
   for (const auto& w : cfg->warnings) PrintWarning(w);
   impl->server = cfg->server;
+  config::AgentSettings defaults = cfg->ForAgent(global.agent);
+  impl->SetConfig(std::move(*cfg));
   // Before any call: concurrent first calls must find it, not race to create it.
-  SANDRUN_RETURN_IF_ERROR(config::LoadOrCreateInstanceId(impl->state_dir));
+  SANDRUN_ASSIGN_OR_RETURN(impl->instance_id, config::LoadOrCreateInstanceId(impl->state_dir));
+  // Before the sessions are recovered: a re-adopted session's exit is an event with its id.
+  SANDRUN_ASSIGN_OR_RETURN(impl->events, EventHub::Open(impl->state_dir + "/events"));
   SANDRUN_ASSIGN_OR_RETURN(impl->audit, AuditTrail::Open(impl->state_dir, /*required=*/true));
   RegisterExecutors(impl->executors, global, impl->state_dir, options.socket,
                     !options.keep_host_processes);
@@ -224,7 +275,6 @@ Result<std::unique_ptr<Runtime>> Runtime::Start(const GlobalOptions& global, Opt
 
   sessions::Options session_options;
   session_options.state_dir = impl->state_dir;
-  config::AgentSettings defaults = cfg->ForAgent(global.agent);
   session_options.cleanup_ms = defaults.exec.cleanup_ms;
   session_options.pending_max_chars = static_cast<size_t>(defaults.exec.pending_max_output_chars);
   session_options.max_output_chars = static_cast<size_t>(defaults.exec.max_output_chars);
@@ -234,7 +284,7 @@ Result<std::unique_ptr<Runtime>> Runtime::Start(const GlobalOptions& global, Opt
   };
   impl->manager = std::make_unique<sessions::SessionManager>(session_options);
   impl->manager->SetEventSink([self](const sessions::Event& e) {
-    self->events.Publish(sessions::Event::TypeName(e.type), e.ToJson());
+    self->events->Publish(e.scope.tenant, sessions::Event::TypeName(e.type), e.ToJson());
   });
   impl->services.sessions = impl->manager.get();
   // After the executors are registered: sandbox sessions that outlived a restart are re-adopted.
@@ -242,6 +292,10 @@ Result<std::unique_ptr<Runtime>> Runtime::Start(const GlobalOptions& global, Opt
   for (const auto& w : recovered.warnings) PrintWarning(w);
   impl->recovered_finished = recovered.finished;
   impl->recovered_lost = recovered.lost;
+  {
+    std::lock_guard<std::mutex> lock(impl->config_mu);
+    impl->SetLogBudgetsLocked();
+  }
   // Approved commands run as background sessions of the caller that asked.
   impl->broker = std::make_unique<ApprovalBroker>(
       impl->state_dir,
@@ -254,8 +308,8 @@ Result<std::unique_ptr<Runtime>> Runtime::Start(const GlobalOptions& global, Opt
             run_services, p.caller, plan,
             {p.command, p.notify_on_exit, p.notify_on_exit_empty_success});
       },
-      [self](const std::string& type, const std::string& json) {
-        self->events.Publish(type, json);
+      [self](const std::string& tenant, const std::string& type, const std::string& json) {
+        self->events->Publish(tenant, type, json);
       });
   impl->services.approvals = impl->broker.get();
   return std::unique_ptr<Runtime>(new Runtime(std::move(impl)));
@@ -294,9 +348,12 @@ std::variant<ToolCall, RuntimeReply> ParseCallOf(std::string_view body, const st
 RuntimeReply Runtime::Exec(const Principal& who, std::string_view body, const CancelToken* cancel) {
   auto parsed = ParseCallOf(body, "exec", "/v1/tools/exec");
   if (auto* reply = std::get_if<RuntimeReply>(&parsed)) return Count(std::move(*reply));
+  const policy::ExecRequest& request = std::get<ToolCall>(parsed).exec;
+  // A server exec has a yield window: any call may become a background session.
+  auto slot = impl_->AdmitExec(who, request, impl_->manager != nullptr);
+  if (auto* over = std::get_if<QuotaRefusal>(&slot)) return Count(QuotaReply(*over));
   ExecServices call_services = impl_->services;
   call_services.tenant = who.tenant;
-  const policy::ExecRequest& request = std::get<ToolCall>(parsed).exec;
   ExecToolResult result = impl_->RunAudited(who, request, call_services, cancel);
   for (const std::string& w : result.config_warnings) PrintWarning(w);
   return Count({result.refused    ? RefusalStatus(result.error.WireCode())
@@ -308,6 +365,13 @@ RuntimeReply Runtime::Exec(const Principal& who, std::string_view body, const Ca
 ExecToolResult Runtime::ExecForeground(const Principal& who, const policy::ExecRequest& request,
                                        ForegroundFn run_foreground) {
   ++requests_;
+  const bool may_background =
+      impl_->manager != nullptr && (request.background || request.yield_ms.has_value());
+  auto slot = impl_->AdmitExec(who, request, may_background);
+  if (auto* over = std::get_if<QuotaRefusal>(&slot)) {
+    ++refused_;
+    return QuotaResult<ExecToolResult>(*over);
+  }
   ExecServices call_services = impl_->services;
   call_services.tenant = who.tenant;
   call_services.run_foreground = std::move(run_foreground);
@@ -320,17 +384,21 @@ ExecToolResult Runtime::ExecForeground(const Principal& who, const policy::ExecR
 RuntimeReply Runtime::ApplyPatch(const Principal& who, std::string_view body) {
   auto parsed = ParseCallOf(body, "apply_patch", "/v1/tools/apply_patch");
   if (auto* reply = std::get_if<RuntimeReply>(&parsed)) return Count(std::move(*reply));
-  ApplyPatchToolResult result = ApplyPatch(who, std::get<ToolCall>(parsed).apply_patch);
-  return {result.refused    ? RefusalStatus(result.error.WireCode())
-          : result.internal ? 500
-                            : 200,
-          result.json};
+  if (auto over = impl_->AdmitCall(who, "apply_patch", "")) return Count(QuotaReply(*over));
+  ApplyPatchToolResult result = impl_->RunPatch(who, std::get<ToolCall>(parsed).apply_patch);
+  return Count({result.refused    ? RefusalStatus(result.error.WireCode())
+                : result.internal ? 500
+                                  : 200,
+                result.json});
 }
 
 ApplyPatchToolResult Runtime::ApplyPatch(const Principal& who, const ApplyPatchRequest& request) {
-  ApplyPatchToolResult result =
-      RunApplyPatchTool(impl_->GlobalFor(who), Impl::CallerFor(who), request);
   ++requests_;
+  if (auto over = impl_->AdmitCall(who, "apply_patch", "")) {
+    ++refused_;
+    return QuotaResult<ApplyPatchToolResult>(*over);
+  }
+  ApplyPatchToolResult result = impl_->RunPatch(who, request);
   if (result.refused) ++refused_;
   return result;
 }
@@ -343,18 +411,25 @@ RuntimeReply Runtime::Process(const Principal& who, std::string_view body) {
   if (auto bad = config::CallerIdsError(who.agent, who.session)) {
     return Count(ErrorReply(400, "invalid-request", *bad));
   }
+  if (auto over = impl_->AdmitCall(who, "process", "")) return Count(QuotaReply(*over));
   sessions::Scope scope{who.tenant, who.agent, who.session};
   sessions::ProcessResult result = impl_->manager->Process(*parsed, scope);
-  if (result.error) {
-    return Count({RefusalStatus(result.error->WireCode()), RenderToolError(*result.error)});
-  }
-  return Count({200, result.json});
+  RuntimeReply reply = result.error ? RuntimeReply{RefusalStatus(result.error->WireCode()),
+                                                   RenderToolError(*result.error)}
+                                    : RuntimeReply{200, result.json};
+  impl_->CountCall(who, "process", reply.status);
+  return Count(std::move(reply));
 }
 
 RuntimeReply Runtime::PolicyCheck(const Principal& who, std::string_view body) {
   auto parsed = ParseCallOf(body, "exec", "/v1/policy/check");
   if (auto* reply = std::get_if<RuntimeReply>(&parsed)) return Count(std::move(*reply));
-  return Count({200, PolicyCheck(who, std::get<ToolCall>(parsed).exec)});
+  const policy::ExecRequest& request = std::get<ToolCall>(parsed).exec;
+  if (auto over = impl_->AdmitCall(who, "policy_check", request.command)) {
+    return Count(QuotaReply(*over));
+  }
+  impl_->CountCall(who, "policy_check", 200);
+  return Count({200, PolicyCheck(who, request)});
 }
 
 std::string Runtime::PolicyCheck(const Principal& who, const policy::ExecRequest& request) {
@@ -386,10 +461,51 @@ RuntimeReply Runtime::DecideApproval(const Principal& who, const std::string& id
   return Count({a.status, a.json});
 }
 
-std::shared_ptr<Runtime::Subscription> Runtime::Subscribe() { return impl_->events.Subscribe(); }
-void Runtime::Unsubscribe(const std::shared_ptr<Subscription>& s) { impl_->events.Unsubscribe(s); }
+Status Runtime::Reload() {
+  if (!impl_->manager) return Ok();  // a one-shot runtime reads the config per call
+  auto cfg = config::LoadConfigFor(impl_->global.config_file, impl_->state_dir);
+  if (!cfg) return Error::Refusal("invalid-config", cfg.error().ToString());
+  for (const auto& w : cfg->warnings) PrintWarning(w);
+  impl_->SetConfig(std::move(*cfg));
+  return Ok();
+}
+
+std::shared_ptr<Runtime::Subscription> Runtime::Subscribe(const TenantFilter& filter,
+                                                          std::optional<uint64_t> after) {
+  return impl_->events->Subscribe(filter, after);
+}
+void Runtime::Unsubscribe(const std::shared_ptr<Subscription>& s) { impl_->events->Unsubscribe(s); }
 bool Runtime::NextEvent(const std::shared_ptr<Subscription>& s, Event* out, int ms) {
-  return impl_->events.Next(s, out, ms);
+  StoredEvent e;
+  if (!impl_->events->Next(s, &e, ms)) return false;
+  *out = {std::move(e.type), std::move(e.json), e.id, std::move(e.tenant)};
+  return true;
+}
+
+std::string Runtime::MetricsText(const TenantFilter& filter) const {
+  RuntimeMetrics::Gauges g;
+  g.requests = requests_.load();
+  g.refused = refused_.load();
+  g.sessions = session_count();
+  if (impl_->manager) g.running_sessions = impl_->manager->RunningByTenant();
+  if (impl_->broker) g.pending_approvals = impl_->broker->PendingByTenant();
+  // One list call to the engine, bounded: a scrape must not hang on a stuck engine.
+  if (!impl_->instance_id.empty()) {
+    if (auto client = docker::Client::FromEnvironment(); client) {
+      CallOptions opts{Deadline::After(std::chrono::seconds(2))};
+      auto list = (*client)->ListContainers(
+          {std::string(exec::kInstanceLabel) + "=" + impl_->instance_id}, true, opts);
+      if (list) {
+        std::map<std::string, size_t> by;
+        for (const auto& c : *list) {
+          auto it = c.labels.find(exec::kTenantLabel);
+          ++by[it == c.labels.end() ? std::string() : it->second];
+        }
+        g.containers = std::move(by);
+      }
+    }
+  }
+  return impl_->metrics.Text(filter, g);
 }
 
 const config::ServerSettings& Runtime::server_settings() const { return impl_->server; }
@@ -398,7 +514,7 @@ int Runtime::recovered_finished() const { return impl_->recovered_finished; }
 int Runtime::recovered_lost() const { return impl_->recovered_lost; }
 const std::string& Runtime::state_dir() const { return impl_->state_dir; }
 
-void Runtime::CloseEvents() { impl_->events.Close(); }
+void Runtime::CloseEvents() { impl_->events->Close(); }
 
 void Runtime::Shutdown() {
   if (impl_->broker) impl_->broker->Shutdown();

@@ -8,7 +8,10 @@
 // Pattern of use (serve.cc):
 //   SANDRUN_ASSIGN_OR_RETURN(auto runtime, Runtime::Start(global, {socket, keep_host}));
 //   RuntimeReply r = runtime->Exec(principal, body);      // {status, json}
-//   auto sub = runtime->Subscribe(); runtime->NextEvent(sub, &event, 15000);
+//   auto sub = runtime->Subscribe(TenantFilter::Tenant(who.tenant), last_event_id);
+//   runtime->NextEvent(sub, &event, 15000);              // event.id for the SSE id: line
+//   std::string text = runtime->MetricsText(TenantFilter::All());
+//   runtime->Reload();                                   // SIGHUP: config.json again
 //   runtime->Shutdown();
 // The one-shot CLI (no server answers):
 //   auto runtime = Runtime::StartOneShot(global);
@@ -18,13 +21,16 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 
 #include "runner/api/apply_patch_tool.h"
 #include "runner/api/cli_context.h"
+#include "runner/api/event_ring.h"
 #include "runner/api/exec_tool.h"
+#include "runner/api/tenant_filter.h"
 #include "runner/config/settings.h"
 #include "sandbox/base/result.h"
 
@@ -81,11 +87,14 @@ class Runtime {
   struct Event {
     std::string type;  // "session.started", "exec.finished", "approval.requested", ...
     std::string json;
+    uint64_t id = 0;     // the sequence id (SSE `id:`, Last-Event-ID); 0 on a one-shot runtime
+    std::string tenant;  // whose event it is
   };
-  class Subscription;
+  using Subscription = EventHub::Subscription;
 
-  // Loads the config, recovers the sessions of an earlier run and registers the executors (made
-  // on first use). One-shot: registers the executors only.
+  // Loads the config (its tenants' quotas are kept), opens the event ring, recovers the sessions
+  // of an earlier run and registers the executors (made on first use). One-shot: registers the
+  // executors only.
   static Result<std::unique_ptr<Runtime>> Start(const GlobalOptions& global, Options options);
   // Start with Options::one_shot, which cannot fail (nothing is loaded or created).
   static std::unique_ptr<Runtime> StartOneShot(const GlobalOptions& global);
@@ -113,11 +122,23 @@ class Runtime {
   RuntimeReply ListApprovals(const Principal& who);
   RuntimeReply DecideApproval(const Principal& who, const std::string& id, std::string_view body);
 
-  // Events of every session and approval (bounded per subscriber: a slow one loses old events).
-  std::shared_ptr<Subscription> Subscribe();
+  // Re-reads config.json (SIGHUP): the tenants' quotas take effect at the next call. A config
+  // that does not load keeps the one in force and returns why (invalid-config). Server only.
+  Status Reload();
+
+  // Events of the sessions and approvals of the tenants `filter` takes (bounded per subscriber:
+  // a slow one loses old events). With `after` (Last-Event-ID), the events after that id still
+  // in the ring are replayed first.
+  std::shared_ptr<Subscription> Subscribe(const TenantFilter& filter,
+                                          std::optional<uint64_t> after = std::nullopt);
   void Unsubscribe(const std::shared_ptr<Subscription>& s);
   // Waits up to `ms` for the next event; false on timeout or once the runtime stops.
   bool NextEvent(const std::shared_ptr<Subscription>& s, Event* out, int ms);
+
+  // GET /metrics: Prometheus text of the tenants `filter` takes (tool calls by decision, exec
+  // latency, running sessions, sandbox containers, pending approvals, quota rejections; the
+  // server-wide series of before for TenantFilter::All only).
+  std::string MetricsText(const TenantFilter& filter) const;
 
   const config::ServerSettings& server_settings() const;
   size_t session_count() const;

@@ -5,8 +5,11 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <optional>
+#include <string>
 #include <thread>
 #include <variant>
 
@@ -21,6 +24,7 @@
 #include "runner/api/tool_call.h"
 #include "runner/auth/tokens.h"
 #include "runner/config/state_dir.h"
+#include "runner/wire/tool_result.h"
 
 namespace sandrun::api {
 namespace {
@@ -42,6 +46,29 @@ HttpServer::Handler As(ServerAuth& auth, Fn fn) {
     if (auto* refusal = std::get_if<HttpReply>(&decided)) return std::move(*refusal);
     return fn(r, std::get<Principal>(decided));
   };
+}
+
+// Whose events and metrics a caller sees: an admin that names no tenant (X-Sandrun-Tenant) sees
+// every tenant's, anyone else its own tenant's only.
+TenantFilter FilterFor(const HttpRequestInfo& r, const Principal& who) {
+  if (who.role == "admin" && r.headers.count("x-sandrun-tenant") == 0) return TenantFilter::All();
+  return TenantFilter::Tenant(who.tenant);
+}
+
+// Last-Event-ID: a decimal event id; nullopt when absent, an error text when malformed.
+std::variant<std::optional<uint64_t>, std::string> LastEventId(const HttpRequestInfo& r) {
+  auto it = r.headers.find("last-event-id");
+  if (it == r.headers.end() || it->second.empty()) return std::optional<uint64_t>();
+  const std::string& v = it->second;
+  uint64_t id = 0;
+  for (char c : v) {
+    if (c < '0' || c > '9' || id > (UINT64_MAX - 9) / 10) {
+      return "Last-Event-ID must be an event id (a decimal number), got \"" + v.substr(0, 40) +
+             "\"";
+    }
+    id = id * 10 + static_cast<uint64_t>(c - '0');
+  }
+  return std::optional<uint64_t>(id);
 }
 
 HttpServerLimits LimitsFrom(const config::ServerSettings& s) {
@@ -102,21 +129,10 @@ int RunServeCommand(const GlobalOptions& global, const ServeOptions& options) {
     return JsonReply(200,
                      "{\"ok\":true,\"sessions\":" + std::to_string(runtime.session_count()) + "}");
   });
-  server.Route(
-      "GET", "/metrics", As(auth, [&](const HttpRequestInfo&, const Principal&) {
-        std::string text =
-            "# HELP sandrun_requests_total Tool calls handled.\n# TYPE sandrun_requests_total "
-            "counter\n"
-            "sandrun_requests_total " +
-            std::to_string(runtime.requests()) +
-            "\n# HELP sandrun_refused_total Tool calls refused before anything ran.\n"
-            "# TYPE sandrun_refused_total counter\nsandrun_refused_total " +
-            std::to_string(runtime.refused()) +
-            "\n# HELP sandrun_sessions Background sessions held.\n# TYPE sandrun_sessions gauge\n"
-            "sandrun_sessions " +
-            std::to_string(runtime.session_count()) + "\n";
-        return HttpReply{200, "text/plain; version=0.0.4", text, {}};
-      }));
+  server.Route("GET", "/metrics", As(auth, [&](const HttpRequestInfo& r, const Principal& who) {
+                 return HttpReply{
+                     200, "text/plain; version=0.0.4", runtime.MetricsText(FilterFor(r, who)), {}};
+               }));
   server.Route("POST", "/v1/tools/exec",
                As(auth, [&](const HttpRequestInfo& r, const Principal& who) {
                  return Reply(runtime.Exec(who, r.body));
@@ -153,13 +169,21 @@ int RunServeCommand(const GlobalOptions& global, const ServeOptions& options) {
   server.RouteStream("/v1/events", [&](const HttpRequestInfo& r, const EventWriter& write,
                                        const std::atomic<bool>& stopping) {
     auto decided = auth.Authorize(r);
-    if (!std::holds_alternative<Principal>(decided)) return;
-    auto sub = runtime.Subscribe();
+    const Principal* who = std::get_if<Principal>(&decided);
+    if (who == nullptr) return;
+    auto after = LastEventId(r);
+    if (auto* bad = std::get_if<std::string>(&after)) {
+      // The stream's headers are out: the refusal is its one event, then it ends.
+      (void)write("error", RenderToolError(Error::Refusal("invalid-request", *bad)), 0);
+      return;
+    }
+    // Replays what the ring still holds after Last-Event-ID, then live events.
+    auto sub = runtime.Subscribe(FilterFor(r, *who), std::get<std::optional<uint64_t>>(after));
     if (write("ready", "{}", 0)) {
       while (!stopping.load()) {
         Runtime::Event event;
         if (runtime.NextEvent(sub, &event, 15000)) {
-          if (!write(event.type, event.json, 0)) break;
+          if (!write(event.type, event.json, event.id)) break;
         } else if (!write("ping", "{}", 0)) {  // keeps proxies and dead clients honest
           break;
         }

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <string>
 
@@ -15,6 +16,13 @@ struct Hub {
   std::string root;      // <state_dir>/sessions
   std::mutex events_mu;  // guards `events`
   std::function<void(const Event&)> events;
+  // maxLogBytes by tenant, and the manager's enforcement (called with log_budget_mu held, so the
+  // manager's destructor, which unsets it under the lock, never races a call).
+  std::mutex log_budget_mu;
+  std::map<std::string, uint64_t> log_budgets;
+  std::function<void(const std::string& tenant, uint64_t budget)> enforce_log_budget;
+  // After a session of `tenant` logged output (no session lock held).
+  void LogGrew(const std::string& tenant);
 
   int64_t Now() const { return options.now_ms(); }
   void Emit(const Event& event);

@@ -68,6 +68,22 @@ std::string Event::ToJson() const {
   str(text);
   w.Key("atMs");
   w.Int64(at_ms);
+  w.Key("status");
+  w.String(SessionStatusName(status));
+  w.Key("exitCode");
+  if (exit_code) {
+    w.Int(*exit_code);
+  } else {
+    w.Null();
+  }
+  w.Key("signal");
+  if (signal.empty()) {
+    w.Null();
+  } else {
+    str(signal);
+  }
+  w.Key("timedOut");
+  w.Bool(timed_out);
   w.EndObject();
   return std::string(buffer.GetString(), buffer.GetSize());
 }
@@ -89,6 +105,10 @@ SessionManager::~SessionManager() {
   sweep_cv_.notify_all();
   if (sweeper_.joinable()) sweeper_.join();
   SetEventSink(nullptr);
+  {
+    std::lock_guard<std::mutex> lock(hub_->log_budget_mu);
+    hub_->enforce_log_budget = nullptr;  // sessions may outlive this object briefly
+  }
   std::map<std::string, std::shared_ptr<Session>> sessions;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -236,6 +256,58 @@ void SessionManager::Discard(const std::string& id) {
   Remove(id);
 }
 
+void internal::Hub::LogGrew(const std::string& tenant) {
+  std::lock_guard<std::mutex> lock(log_budget_mu);
+  auto it = log_budgets.find(tenant);
+  if (it == log_budgets.end() || !enforce_log_budget) return;
+  enforce_log_budget(tenant, it->second);
+}
+
+void SessionManager::SetLogBudgets(std::map<std::string, uint64_t> budgets) {
+  std::erase_if(budgets, [](const auto& entry) { return entry.second == 0; });
+  std::lock_guard<std::mutex> lock(hub_->log_budget_mu);
+  hub_->log_budgets = std::move(budgets);
+  if (!hub_->enforce_log_budget) {
+    hub_->enforce_log_budget = [this](const std::string& tenant, uint64_t budget) {
+      EnforceLogBudget(tenant, budget);
+    };
+  }
+}
+
+void SessionManager::EnforceLogBudget(const std::string& tenant, uint64_t budget) {
+  struct Held {
+    std::shared_ptr<Session> session;
+    Session::LogUsage usage;
+  };
+  std::vector<Held> held;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [id, session] : sessions_) {
+      if (session->meta().scope.tenant == tenant) held.push_back({session, 0, {}});
+    }
+  }
+  // Outside mu_: a session's own lock is never taken under the manager's.
+  uint64_t total = 0;
+  for (Held& h : held) {
+    h.usage = h.session->log_usage();
+    if (!h.usage.backgrounded) h.usage.bytes = 0;  // a run in its yield window is its call's
+    total += h.usage.bytes;
+  }
+  if (total <= budget) return;
+  // Oldest finished first.
+  std::sort(held.begin(), held.end(),
+            [](const Held& a, const Held& b) { return a.usage.ended_at_ms < b.usage.ended_at_ms; });
+  for (Held& h : held) {
+    if (!h.usage.finished || h.usage.bytes == 0) continue;
+    h.session->DropLog();
+    total -= h.usage.bytes;
+    if (total <= budget) return;
+  }
+  for (Held& h : held) {
+    if (h.usage.backgrounded && !h.usage.finished) h.session->CapLog();
+  }
+}
+
 void SessionManager::SetEventSink(std::function<void(const Event&)> sink) {
   std::lock_guard<std::mutex> lock(hub_->events_mu);
   hub_->events = std::move(sink);
@@ -306,6 +378,37 @@ std::vector<std::shared_ptr<Session>> SessionManager::Visible(const Scope& scope
 size_t SessionManager::size() const {
   std::lock_guard<std::mutex> lock(mu_);
   return sessions_.size();
+}
+
+SessionManager::TenantUsage SessionManager::UsageOf(const std::string& tenant) const {
+  std::vector<std::shared_ptr<Session>> of_tenant;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [id, session] : sessions_) {
+      if (session->meta().scope.tenant == tenant) of_tenant.push_back(session);
+    }
+  }
+  // Outside mu_: a session's own lock is never taken under the manager's.
+  TenantUsage usage;
+  for (const auto& session : of_tenant) {
+    if (!session->backgrounded()) continue;  // a run in its yield window is its call's
+    ++usage.held;
+    if (!session->finished()) ++usage.running;
+  }
+  return usage;
+}
+
+std::map<std::string, size_t> SessionManager::RunningByTenant() const {
+  std::vector<std::shared_ptr<Session>> all;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [id, session] : sessions_) all.push_back(session);
+  }
+  std::map<std::string, size_t> running;
+  for (const auto& session : all) {
+    if (session->backgrounded() && !session->finished()) ++running[session->meta().scope.tenant];
+  }
+  return running;
 }
 
 }  // namespace sandrun::sessions

@@ -24,6 +24,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -67,9 +68,15 @@ struct Event {
   std::string session_id;
   std::string text;  // the notifyOnExit text (OpenClaw's), or a started notice
   int64_t at_ms = 0;
+  // The structured end, for clients that should not parse `text`: "running" when started.
+  SessionStatus status = SessionStatus::kRunning;
+  std::optional<int> exit_code;
+  std::string signal;  // "SIGKILL", or ""
+  bool timed_out = false;
 
   static const char* TypeName(Type type);  // session.started | exec.finished | exec.failed
-  // {"type","sessionId","tenant","agentId","sessionKey","text","atMs"}
+  // {"type","sessionId","tenant","agentId","sessionKey","text","atMs","status","exitCode",
+  //  "signal","timedOut"} (exitCode and signal null when there is none)
   std::string ToJson() const;
 };
 
@@ -124,6 +131,13 @@ class SessionManager {
   // quick. Replaces the previous sink; nullptr to stop.
   void SetEventSink(std::function<void(const Event&)> sink);
 
+  // maxLogBytes by tenant (0 or absent: no limit): the tenant's background sessions' logs
+  // together. When over, the logs of its oldest finished sessions are dropped first (emptied;
+  // the session stays, its `log` says truncated); when only running ones are left, each keeps
+  // the head it has on disk and its in-memory tail (poll), drops the rest and is marked
+  // truncated. Checked as output arrives.
+  void SetLogBudgets(std::map<std::string, uint64_t> budgets);
+
   // Drops finished background sessions whose end is older than the TTL (and their files).
   void Sweep();
 
@@ -139,6 +153,14 @@ class SessionManager {
   std::shared_ptr<Session> Find(const std::string& id, const Scope& scope) const;
   // Every registered session (any scope), for metrics.
   size_t size() const;
+  // A tenant's background sessions (the quotas and metrics): held (not removed), running.
+  struct TenantUsage {
+    size_t held = 0;
+    size_t running = 0;
+  };
+  TenantUsage UsageOf(const std::string& tenant) const;
+  // Running background sessions by tenant (metrics).
+  std::map<std::string, size_t> RunningByTenant() const;
 
  private:
   std::vector<std::shared_ptr<Session>> Visible(const Scope& scope) const;
@@ -147,6 +169,7 @@ class SessionManager {
   bool AdoptOrLose(Session& session);
   void Remove(const std::string& id);
   void SweeperLoop();
+  void EnforceLogBudget(const std::string& tenant, uint64_t budget);
 
   ProcessResult List(const Scope& scope);
   ProcessResult Poll(const ProcessRequest& request, const std::shared_ptr<Session>& session);

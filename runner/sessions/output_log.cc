@@ -188,6 +188,24 @@ uint64_t OutputLog::size() const {
   return mode_ == Mode::kBuffering ? head_.size() + ring_.size() : size_;
 }
 
+void OutputLog::Drop() {
+  if (mode_ == Mode::kFile) {
+    fd_.reset();  // no more output is kept
+    UniqueFd fd(::open(path_.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOFOLLOW));
+    (void)fd;  // a file that cannot be opened is gone already; the index is reset either way
+  }
+  dropped_ += size_ + gap_;
+  head_.clear();
+  ring_.clear();
+  gap_ = 0;
+  memory_.clear();
+  size_ = 0;
+  newlines_ = 0;
+  index_.assign(1, 0);
+  last_byte_ = '\n';
+  max_bytes_ = 0;  // nothing more is kept
+}
+
 uint64_t OutputLog::dropped() const { return dropped_ + gap_; }
 
 int64_t OutputLog::total_lines() const {

@@ -49,6 +49,12 @@ class OutputLog {
   uint64_t size() const;     // bytes kept
   uint64_t dropped() const;  // bytes not kept (cap, I/O errors, the buffering gap)
   bool capped() const { return dropped() > 0; }
+  // The tenant's log quota (maxLogBytes): a running session's log keeps what it has (the head)
+  // and drops what comes next (the session's in-memory tail still has the latest output).
+  void CapAtCurrentSize() { max_bytes_ = std::min(max_bytes_, size_); }
+  // The tenant's log quota: a finished session's log is emptied (the file truncated); the bytes
+  // count as dropped, so a `log` says truncated.
+  void Drop();
   int64_t total_lines() const;
 
   // A line slice; `text` holds at most `max_text_bytes` (whole lines, at least one).

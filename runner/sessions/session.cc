@@ -66,19 +66,20 @@ void Session::OnOutput(exec::Stream stream, std::string_view bytes) {
     if (!IsLive(phase_)) return;
     if (!meta_.pty) {
       AppendLocked(stream, bytes);
-      return;
-    }
-    TerminalScanner::Scanned scanned = scanner_.Scan(bytes);
-    if (cursor_mode_ == CursorKeyMode::kUnknown) cursor_mode_ = CursorKeyMode::kNormal;
-    if (scanned.mode) cursor_mode_ = *scanned.mode;
-    AppendLocked(stream, scanned.output);
-    if (raw_process_ == nullptr) {
-      pending_dsr_ += scanned.dsr_requests;  // answered once attached
     } else {
-      answer = scanned.dsr_requests;
+      TerminalScanner::Scanned scanned = scanner_.Scan(bytes);
+      if (cursor_mode_ == CursorKeyMode::kUnknown) cursor_mode_ = CursorKeyMode::kNormal;
+      if (scanned.mode) cursor_mode_ = *scanned.mode;
+      AppendLocked(stream, scanned.output);
+      if (raw_process_ == nullptr) {
+        pending_dsr_ += scanned.dsr_requests;  // answered once attached
+      } else {
+        answer = scanned.dsr_requests;
+      }
     }
   }
   if (answer > 0) AnswerDsr(answer);
+  hub_->LogGrew(meta_.scope.tenant);
 }
 
 void Session::AppendLocked(exec::Stream stream, std::string_view bytes) {
@@ -250,6 +251,7 @@ void Session::MarkBackgrounded() {
     CollectEventsLocked(events);
   }
   for (const auto& e : events) hub_->Emit(e);
+  hub_->LogGrew(meta_.scope.tenant);  // what it printed in its yield window counts from now
 }
 
 void Session::CollectEventsLocked(std::vector<Event>& events) {
@@ -285,6 +287,10 @@ void Session::CollectEventsLocked(std::vector<Event>& events) {
   e.scope = meta_.scope;
   e.session_id = id_;
   e.at_ms = ended_at_ms_;
+  e.status = status_;
+  e.exit_code = exit_code_;
+  e.signal = exit_signal_;
+  e.timed_out = phase_ == Phase::kTimedOut;
   e.text = std::string("Exec ") + (completed ? "completed" : "failed") + " (" + id_.substr(0, 8) +
            ", " + label + ")" + (output.empty() ? "" : " :: " + output);
   events.push_back(std::move(e));
@@ -439,8 +445,24 @@ SessionSnapshot Session::Snapshot() const {
   s.aggregated = collector_.Text();
   s.tail = LastChars(s.aggregated, kTailChars);
   s.total_bytes = std::max<uint64_t>(collector_.total_bytes(), recovered_total_bytes_);
-  s.truncated = s.total_bytes > hub_->options.max_output_chars;
+  // Beyond the in-memory tail, or a log the tenant's quota cut.
+  s.truncated = s.total_bytes > hub_->options.max_output_chars || log_.capped();
   return s;
+}
+
+Session::LogUsage Session::log_usage() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return {backgrounded_, finished_locked(), ended_at_ms_, log_.size()};
+}
+
+void Session::DropLog() {
+  std::lock_guard<std::mutex> lock(mu_);
+  log_.Drop();
+}
+
+void Session::CapLog() {
+  std::lock_guard<std::mutex> lock(mu_);
+  log_.CapAtCurrentSize();
 }
 
 void Session::DeleteFiles() {

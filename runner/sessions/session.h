@@ -156,6 +156,18 @@ class Session {
   // The poll backoff: 5000 after new output, else 5000, 10000, 30000, 60000 for consecutive
   // empty polls.
   int64_t NextRetryMs(bool had_new_output);
+  // The tenant's log quota (SessionManager::SetLogBudgets): what it needs to know of a session
+  // (cheap: checked as output arrives), and the two ways a log shrinks or stops growing
+  // (OutputLog::Drop, OutputLog::CapAtCurrentSize).
+  struct LogUsage {
+    bool backgrounded = false;
+    bool finished = false;
+    int64_t ended_at_ms = 0;
+    uint64_t bytes = 0;  // kept in the log
+  };
+  LogUsage log_usage() const;
+  void DropLog();
+  void CapLog();
   // A line slice of the whole output log (see OutputLog::Slice).
   LogSlice SliceLog(std::optional<int64_t> offset, std::optional<int64_t> limit) const;
 
