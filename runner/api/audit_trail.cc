@@ -117,4 +117,15 @@ void AuditTrail::Approval(const Principal& who, const std::string& id,
   (void)Append(std::move(r));
 }
 
+void AuditTrail::Operator(const Principal& who, const std::string& tool, const std::string& action,
+                          const std::string& target, bool done) {
+  audit::AuditRecord r = Base(who);
+  r.tool = tool;
+  r.action = action;
+  r.command = target;
+  r.decision = done ? "allow" : "deny";
+  r.answered_by = who.sender.empty() ? who.role : who.sender;
+  (void)Append(std::move(r));
+}
+
 }  // namespace sandrun::api

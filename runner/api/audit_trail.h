@@ -38,6 +38,10 @@ class AuditTrail {
                const Error& error);
   // An operator's decided answer to approval `id` (its full id): `decision` as given.
   void Approval(const Principal& who, const std::string& id, const std::string& decision);
+  // Another operator action (`tool` "sandbox", `action` "remove", its target as the command):
+  // `done` says whether it took effect.
+  void Operator(const Principal& who, const std::string& tool, const std::string& action,
+                const std::string& target, bool done);
 
  private:
   AuditTrail(std::string state_dir, bool required)

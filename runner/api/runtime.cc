@@ -14,6 +14,7 @@
 #include "runner/api/metrics.h"
 #include "runner/api/policy_cmd.h"
 #include "runner/api/quotas.h"
+#include "runner/api/sandbox_admin.h"
 #include "runner/api/server_client.h"
 #include "runner/api/tool_call.h"
 #include "runner/config/config.h"
@@ -468,6 +469,18 @@ Status Runtime::Reload() {
   for (const auto& w : cfg->warnings) PrintWarning(w);
   impl_->SetConfig(std::move(*cfg));
   return Ok();
+}
+
+RuntimeReply Runtime::ListSandboxes(const Principal& who) {
+  if (!impl_->manager) return ServerRequired("Sandboxes are listed and removed by operators");
+  return ::sandrun::api::ListSandboxes(impl_->state_dir, who.tenant);
+}
+
+RuntimeReply Runtime::RemoveSandbox(const Principal& who, const std::string& name) {
+  if (!impl_->manager) return ServerRequired("Sandboxes are listed and removed by operators");
+  RuntimeReply reply = ::sandrun::api::RemoveSandbox(impl_->state_dir, who.tenant, name);
+  impl_->audit->Operator(who, "sandbox", "remove", name, reply.status == 200);
+  return reply;
 }
 
 std::shared_ptr<Runtime::Subscription> Runtime::Subscribe(const TenantFilter& filter,

@@ -121,6 +121,10 @@ class Runtime {
   // Pending approvals of the principal's tenant, and an operator's decision on one (server only).
   RuntimeReply ListApprovals(const Principal& who);
   RuntimeReply DecideApproval(const Principal& who, const std::string& id, std::string_view body);
+  // The principal's tenant's sandbox containers, and removing one (sandbox_admin.h; server
+  // only). The front end lets only operators and admins call them.
+  RuntimeReply ListSandboxes(const Principal& who);
+  RuntimeReply RemoveSandbox(const Principal& who, const std::string& name);
 
   // Re-reads config.json (SIGHUP): the tenants' quotas take effect at the next call. A config
   // that does not load keeps the one in force and returns why (invalid-config). Server only.

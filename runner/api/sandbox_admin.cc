@@ -37,8 +37,8 @@ std::optional<TenantContainers> Load(const std::string& state_dir, const std::st
   }
   auto client = docker::Client::FromEnvironment();
   if (!client) {
-    *failure = {503, RenderToolError(Error(client.error().code, "sandbox unavailable: " +
-                                                                     client.error().ToString()))};
+    *failure = {503, RenderToolError(Error(client.error().code,
+                                           "sandbox unavailable: " + client.error().ToString()))};
     return std::nullopt;
   }
   TenantContainers out;

@@ -166,6 +166,14 @@ int RunServeCommand(const GlobalOptions& global, const ServeOptions& options) {
                        const std::string id = r.path.substr(std::string("/v1/approvals/").size());
                        return Reply(runtime.DecideApproval(who, id, r.body));
                      }));
+  server.Route("GET", "/v1/sandboxes", As(auth, [&](const HttpRequestInfo&, const Principal& who) {
+                 return Reply(runtime.ListSandboxes(who));
+               }));
+  server.RoutePrefix("DELETE", "/v1/sandboxes/",
+                     As(auth, [&](const HttpRequestInfo& r, const Principal& who) {
+                       const std::string name = r.path.substr(std::string("/v1/sandboxes/").size());
+                       return Reply(runtime.RemoveSandbox(who, name));
+                     }));
   server.RouteStream("/v1/events", [&](const HttpRequestInfo& r, const EventWriter& write,
                                        const std::atomic<bool>& stopping) {
     auto decided = auth.Authorize(r);
@@ -217,13 +225,21 @@ int RunServeCommand(const GlobalOptions& global, const ServeOptions& options) {
       if (sig <= 0) continue;
       if (sig == SIGHUP) {
         // Reload, not stop: tokens (a revocation) and config take effect at the next request.
-        Status reloaded = auth.Reload();
-        if (reloaded) {
-          std::fprintf(stderr, "sandrun: SIGHUP: tokens reloaded\n");
-        } else {
+        Status tokens = auth.Reload();
+        Status config = runtime.Reload();
+        if (!tokens) {
           PrintWarning("SIGHUP: tokens not reloaded (the ones loaded stay in force): " +
-                       reloaded.error().ToString());
+                       tokens.error().ToString());
         }
+        if (!config) {
+          PrintWarning("SIGHUP: config not reloaded (the one loaded stays in force): " +
+                       config.error().ToString());
+        }
+        std::fprintf(stderr, "sandrun: SIGHUP: %s reloaded\n",
+                     tokens && config ? "tokens and config"
+                     : tokens         ? "tokens (not the config)"
+                     : config         ? "config (not the tokens)"
+                                      : "nothing");
         continue;
       }
       std::fprintf(stderr, "sandrun: %s: shutting down\n", sigabbrev_np(sig));

@@ -40,6 +40,7 @@ HttpReply Unauthorized(const std::string& message, bool presented) {
 // Listing and answering approvals and reading the metrics are an operator's.
 bool NeedsOperator(const HttpRequestInfo& r) {
   return r.path == "/v1/approvals" || r.path.rfind("/v1/approvals/", 0) == 0 ||
+         r.path == "/v1/sandboxes" || r.path.rfind("/v1/sandboxes/", 0) == 0 ||
          r.path == "/metrics";
 }
 
@@ -120,7 +121,7 @@ std::variant<Principal, HttpReply> ServerAuth::Authorize(const HttpRequestInfo& 
     if (who.role != "admin" && NeedsOperator(r)) {
       return Refuse(403, "forbidden",
                     "only the server's own user (uid " + std::to_string(server_uid_) +
-                        ") may list or answer approvals and read the metrics here");
+                        ") may manage approvals and sandboxes and read the metrics here");
     }
     return who;
   }
@@ -166,8 +167,8 @@ std::variant<Principal, HttpReply> ServerAuth::Authorize(const HttpRequestInfo& 
   }
   if (identity->role == auth::Role::kAgent && NeedsOperator(r)) {
     return Refuse(403, "forbidden",
-                  "an agent token cannot list or answer approvals or read the metrics (it needs "
-                  "an operator or admin token)");
+                  "an agent token cannot manage approvals or sandboxes or read the metrics (it "
+                  "needs an operator or admin token)");
   }
   return who;
 }

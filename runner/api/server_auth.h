@@ -15,8 +15,8 @@
 //   - A token caller never names a host path: X-Sandrun-Workspace and X-Sandrun-Cwd are refused
 //     (403). Its tenant's workspaces are the runtime's to choose.
 //   - Roles (403 otherwise): tool calls, sessions and events need any role; listing and
-//     answering approvals, and /metrics, need operator or admin. An agent token can never
-//     answer an approval.
+//     answering approvals, listing and removing sandboxes, and /metrics need operator or admin. An
+//     agent token can never answer an approval.
 //
 // tokens.json is read at start (a file that does not load stops the server), again on Reload
 // (SIGHUP) and whenever it changed on disk (its inode, size or mtime): a revocation takes effect

@@ -99,11 +99,18 @@ TEST_F(TenantServerTest, TokenlessInvalidExpiredAndRevokedTokensGet401AndRunNoth
   // The server is still up after SIGHUP (it used to stop).
   EXPECT_EQ(Get("/healthz", good).status, 200);
 
-  // Of all these calls only the three that got through were decided (and audited).
-  size_t decided = 0;
-  for (const auto& line : AuditLines())
-    decided += line.find("\"action\":\"end\"") == std::string::npos;
-  EXPECT_EQ(decided, 3u);
+  // Only the calls that got through were decided (and audited), each under its token's name:
+  // one for "doomed" (before it was revoked), one for "good", the rest "brief"'s.
+  std::map<std::string, size_t> decided;
+  for (const auto& line : AuditLines()) {
+    if (line.find("\"action\":\"end\"") != std::string::npos) continue;
+    auto doc = ParseJson(line);
+    ASSERT_TRUE(doc) << line;
+    ++decided[JsonString(*doc, "token")];
+  }
+  EXPECT_EQ(decided["doomed"], 1u);
+  EXPECT_EQ(decided["good"], 1u);
+  EXPECT_EQ(decided.size(), decided.count("brief") + 2) << "a line without a known token";
 }
 
 TEST_F(TenantServerTest, RolesTenantsAgentsAndDirectoriesAreCheckedWith403) {
@@ -190,6 +197,45 @@ TEST_F(TenantServerTest, TenantsCannotSeeOrTouchEachOthersSessionsOrEvents) {
   EXPECT_EQ(acme_events->Output().find(globex_id), std::string::npos) << acme_events->Output();
   // Events carry ids, for Last-Event-ID.
   EXPECT_NE(acme_events->Output().find("\nid: "), std::string::npos) << acme_events->Output();
+}
+
+// Sandboxes are an operator's to list and remove, its own tenant's only.
+TEST_F(TenantServerTest, OperatorsManageOnlyTheirTenantsSandboxes) {
+  Tenants(R"("acme": {}, "globex": {})");
+  const std::string acme = Token("acme", "agent");
+  const std::string acme_op = Token("acme", "operator");
+  const std::string globex_op = Token("globex", "operator");
+  StartTls();
+  ASSERT_EQ(Post("/v1/tools/exec", acme, kExecHi).status, 200);
+
+  auto listed = Get("/v1/sandboxes", acme_op);
+  ASSERT_EQ(listed.status, 200) << listed.body;
+  auto doc = listed.json();
+  const auto* boxes = JsonMember(doc, "sandboxes");
+  ASSERT_TRUE(boxes && boxes->IsArray() && boxes->Size() == 1) << listed.body;
+  const std::string name = JsonString((*boxes)[0], "name");
+  EXPECT_NE(name.find("acme"), std::string::npos) << name;
+
+  EXPECT_EQ(Get("/v1/sandboxes", acme).status, 403);
+  EXPECT_EQ(Request("DELETE", "/v1/sandboxes/" + name, acme).status, 403);
+  auto foreign_list = Get("/v1/sandboxes", globex_op);
+  EXPECT_EQ(foreign_list.body, R"({"sandboxes":[]})");
+  auto unknown = Request("DELETE", "/v1/sandboxes/sandrun-sbx-nobody", globex_op);
+  auto foreign = Request("DELETE", "/v1/sandboxes/" + name, globex_op);
+  EXPECT_EQ(foreign.status, 404) << foreign.body;
+  EXPECT_EQ(foreign.status, unknown.status);
+  EXPECT_EQ(ContainerCount(), 1u);
+
+  auto removed = Request("DELETE", "/v1/sandboxes/" + name, acme_op);
+  EXPECT_EQ(removed.status, 200) << removed.body;
+  EXPECT_EQ(ContainerCount(), 0u);
+  // The removal is an operator action in the audit log, under the operator's token.
+  bool audited = false;
+  for (const auto& line : AuditLines()) {
+    audited = audited || (line.find("\"tool\":\"sandbox\"") != std::string::npos &&
+                          line.find(name) != std::string::npos);
+  }
+  EXPECT_TRUE(audited);
 }
 
 // A tenant with host execution: its gateway command asks; an agent token cannot answer it,
