@@ -153,23 +153,44 @@ class SandrunHome : public ::testing::Test {
     return list ? list->size() : 0;
   }
 
-  // Starts `sandrun serve` on this home and waits until it answers (up to 5 s).
-  void StartServer() {
+  // Forks `sandrun --workspace <ws> serve ARGS...` on this home (PATH: PublicPath), its stderr
+  // to `err_file`; sets server_pid_.
+  void LaunchServe(const std::vector<std::string>& serve_args,
+                   const std::string& err_file = "/dev/null") {
     server_pid_ = fork();
     if (server_pid_ == 0) {
       setenv("SANDRUN_HOME", home_.c_str(), 1);
+      setenv("PATH", PublicPath().c_str(), 1);
       int devnull = ::open("/dev/null", O_WRONLY);
+      int err = ::open(err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
       dup2(devnull, 1);
-      dup2(devnull, 2);
-      execl(SANDRUN_BINARY, SANDRUN_BINARY, "--workspace", workspace_.c_str(), "serve",
-            static_cast<char*>(nullptr));
+      dup2(err, 2);
+      std::vector<const char*> argv = {SANDRUN_BINARY, "--workspace", workspace_.c_str(), "serve"};
+      for (const auto& a : serve_args) argv.push_back(a.c_str());
+      argv.push_back(nullptr);
+      execv(SANDRUN_BINARY, const_cast<char* const*>(argv.data()));
       _exit(127);
     }
+  }
+
+  // Starts `sandrun serve` on this home and waits until it answers (up to 5 s).
+  void StartServer() {
+    LaunchServe({});
     for (int i = 0; i < 200; ++i) {
       if (Sandrun({"process", "list"}).exit_code == 0) return;
       std::this_thread::sleep_for(std::chrono::milliseconds(25));
     }
     FAIL() << "the server did not come up";
+  }
+
+  // A self-signed certificate for 127.0.0.1 and localhost made with openssl: {cert, key}.
+  std::pair<std::string, std::string> SelfSignedCert() {
+    const std::string cert = home_ + "/cert.pem", key = home_ + "/key.pem";
+    auto made = RunProcess({"/usr/bin/openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes",
+                            "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=localhost",
+                            "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"});
+    EXPECT_EQ(made.exit_code, 0) << made.err;
+    return {cert, key};
   }
 
   // SIGTERM, and the server must exit 0 within 10 s.

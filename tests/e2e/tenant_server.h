@@ -25,6 +25,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "tests/e2e/sandrun_home.h"
@@ -112,12 +113,7 @@ class TenantServer : public SandrunHome {
   void SetUp() override {
     SandrunHome::SetUp();
     SANDRUN_REQUIRE_DOCKER(client);
-    cert_ = home_ + "/cert.pem";
-    key_ = home_ + "/key.pem";
-    auto made = RunProcess({Program("openssl"), "req", "-x509", "-newkey", "rsa:2048", "-nodes",
-                            "-keyout", key_, "-out", cert_, "-days", "1", "-subj", "/CN=localhost",
-                            "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"});
-    ASSERT_EQ(made.exit_code, 0) << made.err;
+    std::tie(cert_, key_) = SelfSignedCert();
   }
   void TearDown() override {
     StopServer();
@@ -147,24 +143,10 @@ class TenantServer : public SandrunHome {
   // line and reads the port from it.
   void StartTls(const std::vector<std::string>& extra = {}) {
     log_ = home_ + "/serve.log";
-    server_pid_ = fork();
-    if (server_pid_ == 0) {
-      setenv("SANDRUN_HOME", home_.c_str(), 1);
-      setenv("PATH", PublicPath().c_str(), 1);
-      int out = ::open(log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-      dup2(out, 2);
-      int devnull = ::open("/dev/null", O_WRONLY);
-      dup2(devnull, 1);
-      std::vector<std::string> argv = {SANDRUN_BINARY, "--workspace", workspace_,   "serve",
-                                       "--listen",     "127.0.0.1:0", "--tls-cert", cert_,
-                                       "--tls-key",    key_};
-      argv.insert(argv.end(), extra.begin(), extra.end());
-      std::vector<char*> args;
-      for (auto& a : argv) args.push_back(a.data());
-      args.push_back(nullptr);
-      execv(SANDRUN_BINARY, args.data());
-      _exit(127);
-    }
+    std::vector<std::string> args = {"--listen", "127.0.0.1:0", "--tls-cert",
+                                     cert_,      "--tls-key",   key_};
+    args.insert(args.end(), extra.begin(), extra.end());
+    LaunchServe(args, log_);
     static const std::regex kListening(R"(listening on https://127\.0\.0\.1:(\d+))");
     for (int i = 0; i < 400; ++i) {
       std::smatch m;
@@ -188,20 +170,7 @@ class TenantServer : public SandrunHome {
   void StartUnix(const std::vector<std::string>& extra = {}) {
     log_ = home_ + "/serve.log";
     unix_ = true;
-    server_pid_ = fork();
-    if (server_pid_ == 0) {
-      setenv("SANDRUN_HOME", home_.c_str(), 1);
-      setenv("PATH", PublicPath().c_str(), 1);
-      int out = ::open(log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-      dup2(out, 2);
-      std::vector<std::string> argv = {SANDRUN_BINARY, "--workspace", workspace_, "serve"};
-      argv.insert(argv.end(), extra.begin(), extra.end());
-      std::vector<char*> args;
-      for (auto& a : argv) args.push_back(a.data());
-      args.push_back(nullptr);
-      execv(SANDRUN_BINARY, args.data());
-      _exit(127);
-    }
+    LaunchServe(extra, log_);
     for (int i = 0; i < 400; ++i) {
       if (ReadWhole(log_).find("serving on") != std::string::npos) return;
       std::this_thread::sleep_for(std::chrono::milliseconds(25));

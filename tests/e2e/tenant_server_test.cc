@@ -199,6 +199,49 @@ TEST_F(TenantServerTest, TenantsCannotSeeOrTouchEachOthersSessionsOrEvents) {
   EXPECT_NE(acme_events->Output().find("\nid: "), std::string::npos) << acme_events->Output();
 }
 
+// Every call that reached a decision has one decision line (and a run its end line), with the
+// tenant and the token's name; refused tokens and roles leave none.
+TEST_F(TenantServerTest, AuditLinesMatchTheCallsOneToOne) {
+  Tenants(R"("acme": {}, "globex": {})");
+  const std::string acme = Token("acme", "agent", {"--name", "acme-bot"});
+  const std::string globex = Token("globex", "agent", {"--name", "globex-bot"});
+  StartTls();
+  EXPECT_EQ(Post("/v1/tools/exec", acme, R"({"tool":"exec","command":"echo one"})").status, 200);
+  EXPECT_EQ(Post("/v1/tools/exec", acme, R"({"tool":"exec","command":"echo two"})").status, 200);
+  EXPECT_EQ(
+      Post("/v1/tools/exec", acme, R"({"tool":"exec","host":"gateway","command":"echo three"})")
+          .status,
+      403);
+  EXPECT_EQ(Post("/v1/tools/exec", globex, R"({"tool":"exec","command":"echo four"})").status, 200);
+  EXPECT_EQ(Post("/v1/tools/exec", "", R"({"tool":"exec","command":"echo five"})").status, 401);
+  EXPECT_EQ(Get("/v1/approvals", acme).status, 403);
+
+  std::map<std::string, std::string> decision_of, token_of, tenant_of;
+  std::map<std::string, int> ends;
+  for (const auto& line : AuditLines()) {
+    auto doc = ParseJson(line);
+    ASSERT_TRUE(doc) << line;
+    const std::string command = JsonString(*doc, "command");
+    if (JsonString(*doc, "action") == "end") {
+      ++ends[command];
+      continue;
+    }
+    EXPECT_EQ(decision_of.count(command), 0u) << "two decision lines for " << command;
+    decision_of[command] = JsonString(*doc, "decision");
+    token_of[command] = JsonString(*doc, "token");
+    tenant_of[command] = JsonString(*doc, "tenant");
+  }
+  EXPECT_EQ(decision_of.size(), 4u);
+  EXPECT_EQ(decision_of["echo one"], "allow");
+  EXPECT_EQ(decision_of["echo three"], "deny");
+  EXPECT_EQ(token_of["echo two"], "acme-bot");
+  EXPECT_EQ(tenant_of["echo two"], "acme");
+  EXPECT_EQ(token_of["echo four"], "globex-bot");
+  EXPECT_EQ(tenant_of["echo four"], "globex");
+  EXPECT_EQ(decision_of.count("echo five"), 0u);
+  EXPECT_EQ(ends, (std::map<std::string, int>{{"echo one", 1}, {"echo two", 1}, {"echo four", 1}}));
+}
+
 // Sandboxes are an operator's to list and remove, its own tenant's only.
 TEST_F(TenantServerTest, OperatorsManageOnlyTheirTenantsSandboxes) {
   Tenants(R"("acme": {}, "globex": {})");

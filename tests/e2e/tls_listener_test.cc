@@ -18,6 +18,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "runner/api/exec_stream.h"
@@ -186,12 +187,7 @@ class TlsListener : public SandrunHome {
  protected:
   void SetUp() override {
     SandrunHome::SetUp();
-    cert_ = home_ + "/cert.pem";
-    key_ = home_ + "/key.pem";
-    auto made = RunProcess({"/usr/bin/openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes",
-                            "-keyout", key_, "-out", cert_, "-days", "1", "-subj", "/CN=localhost",
-                            "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"});
-    ASSERT_EQ(made.exit_code, 0) << made.err;
+    std::tie(cert_, key_) = SelfSignedCert();
   }
 
   void TearDown() override {
@@ -212,20 +208,7 @@ class TlsListener : public SandrunHome {
   // the URL it names.
   std::string StartListening(const std::vector<std::string>& serve_args) {
     const std::string err_file = home_ + "/serve.err";
-    server_pid_ = fork();
-    if (server_pid_ == 0) {
-      setenv("SANDRUN_HOME", home_.c_str(), 1);
-      setenv("PATH", PublicPath().c_str(), 1);
-      int devnull = ::open("/dev/null", O_WRONLY);
-      int err = ::open(err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-      dup2(devnull, 1);
-      dup2(err, 2);
-      std::vector<const char*> argv = {SANDRUN_BINARY, "--workspace", workspace_.c_str(), "serve"};
-      for (const auto& a : serve_args) argv.push_back(a.c_str());
-      argv.push_back(nullptr);
-      execv(SANDRUN_BINARY, const_cast<char* const*>(argv.data()));
-      _exit(127);
-    }
+    LaunchServe(serve_args, err_file);
     const std::string marker = "sandrun: listening on ";
     for (int i = 0; i < 400; ++i) {
       std::ifstream in(err_file);
