@@ -164,7 +164,10 @@ ApprovalBroker::Answer ApprovalBroker::Resolve(const PendingApproval& p,
   }
   Result<std::string> session = run_ ? run_(p, command) : Result<std::string>(std::string());
   if (!session) {
-    std::string text = head + "spawn-failed): " + p.command + ": " + session.error().ToString();
+    // Why it did not start: spawn-failed, quota-exceeded (the tenant's sessions), ...
+    const std::string why =
+        session.error().WireCode() == "quota-exceeded" ? "quota-exceeded" : "spawn-failed";
+    std::string text = head + why + "): " + p.command + ": " + session.error().ToString();
     std::string json = ResolvedJson(p, decision, false, "", text);
     if (publish_) publish_(p.tenant, "approval.resolved", json);
     return {200, json};

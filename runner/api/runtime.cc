@@ -301,6 +301,16 @@ Result<std::unique_ptr<Runtime>> Runtime::Start(const GlobalOptions& global, Opt
   impl->broker = std::make_unique<ApprovalBroker>(
       impl->state_dir,
       [self](const PendingApproval& p, const std::string& command) -> Result<std::string> {
+        // The tenant's session quotas hold at approval time too: the operator's answer must not
+        // start what the tenant could not (its requests were counted when it asked).
+        auto slot = self->quotas.AdmitExec(p.tenant, /*may_background=*/true, [&] {
+          sessions::SessionManager::TenantUsage u = self->manager->UsageOf(p.tenant);
+          return TenantSessionUsage{u.held, u.running};
+        });
+        if (auto* over = std::get_if<QuotaRefusal>(&slot)) {
+          self->metrics.QuotaRejection(p.tenant, over->quota);
+          return std::move(over->error);
+        }
         exec::Plan plan = p.gated.plan;
         plan.command = command;
         ExecServices run_services = self->services;

@@ -320,6 +320,33 @@ TEST_F(TenantServerTest, OnlyTheTenantsOperatorAnswersItsApprovals) {
   EXPECT_TRUE(found);
 }
 
+// An operator's answer cannot start what the tenant's quotas would refuse.
+TEST_F(TenantServerTest, AnApprovalCannotStartASessionOverTheTenantsQuota) {
+  Config(R"({"sandbox": {"mode": "off"}, "tools": {"exec": {"loginShellPath": false,)"
+         R"( "security": "full", "ask": "always"}},)"
+         R"( "tenants": {"ops": {"hostExecution": true, "quotas": {"maxSessions": 1}}}})");
+  const std::string agent = Token("ops", "agent");
+  const std::string op = Token("ops", "operator");
+  StartTls();
+  std::vector<std::string> ids;
+  for (const char* command : {"sleep 30", "echo second-run"}) {
+    auto pending = Post("/v1/tools/exec", agent,
+                        std::string(R"({"tool":"exec","command":")") + command + "\"}");
+    ASSERT_EQ(pending.status, 200) << pending.body;
+    ids.push_back(Details(pending.json(), "approvalId"));
+  }
+  auto first = Post("/v1/approvals/" + ids[0], op, R"({"decision":"allow-once"})");
+  ASSERT_EQ(first.status, 200) << first.body;
+  const std::string session = JsonString(first.json(), "sessionId");
+  ASSERT_FALSE(session.empty()) << first.body;
+  auto second = Post("/v1/approvals/" + ids[1], op, R"({"decision":"allow-once"})");
+  EXPECT_FALSE(JsonBool(second.json(), "approved")) << second.body;
+  EXPECT_NE(second.body.find("quota-exceeded"), std::string::npos) << second.body;
+  auto list = Post("/v1/tools/process", agent, R"({"tool":"process","action":"list"})");
+  EXPECT_EQ(list.body.find("second-run"), std::string::npos) << list.body;
+  EXPECT_EQ(Post("/v1/tools/process", agent, ProcessCall("kill", session)).status, 200);
+}
+
 // A tenant without hostExecution never runs on the host, whatever it asks.
 TEST_F(TenantServerTest, ATenantWithoutHostExecutionIsRefusedTheHost) {
   Tenants(R"("acme": {})");
