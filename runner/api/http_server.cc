@@ -20,7 +20,9 @@
 #include <system_error>
 #include <thread>
 
+#include "runner/api/body_budget.h"
 #include "runner/api/connection.h"
+#include "runner/api/deadline_stream.h"
 #include "runner/wire/tool_result.h"
 #include "sandbox/base/json.h"
 #include "sandbox/base/strings.h"
@@ -35,132 +37,6 @@ namespace http = beast::http;
 using Local = asio::local::stream_protocol;
 using Clock = std::chrono::steady_clock;
 using BoostError = boost::system::error_code;
-
-// A connection (plain or TLS) under a deadline: Beast's synchronous algorithms read and write
-// through it, and a peer that stalls past the deadline gets beast::error::timeout instead of
-// holding the thread. (Asio's own blocking socket waits without limit, whatever SO_RCVTIMEO
-// says.)
-class DeadlineStream {
- public:
-  explicit DeadlineStream(Connection& conn) : conn_(conn) {}
-
-  void ExpiresAt(Clock::time_point deadline) { deadline_ = deadline; }
-  void ExpiresAfter(std::chrono::milliseconds d) { deadline_ = Clock::now() + d; }
-
-  // Waits for a byte (or the end of the stream) to read.
-  bool WaitReadable(BoostError& ec) {
-    ec = {};
-    if (conn_.WaitReadable(deadline_)) return true;
-    ec = beast::error::timeout;
-    return false;
-  }
-
-  template <class MutableBufferSequence>
-  size_t read_some(const MutableBufferSequence& buffers, BoostError& ec) {
-    asio::mutable_buffer b = FirstNonEmpty<asio::mutable_buffer>(buffers);
-    ec = {};
-    if (b.size() == 0) return 0;
-    return Done(conn_.ReadSome(b.data(), b.size(), deadline_), ec);
-  }
-
-  template <class ConstBufferSequence>
-  size_t write_some(const ConstBufferSequence& buffers, BoostError& ec) {
-    asio::const_buffer b = FirstNonEmpty<asio::const_buffer>(buffers);
-    ec = {};
-    if (b.size() == 0) return 0;
-    // Small pieces (a reply's head and body) go out together: one send, one TLS record.
-    char joined[16384];
-    if (b.size() < sizeof joined && asio::buffer_size(buffers) > b.size()) {
-      size_t n = asio::buffer_copy(asio::buffer(joined), buffers);
-      return Done(conn_.WriteSome(joined, n, deadline_), ec);
-    }
-    return Done(conn_.WriteSome(b.data(), b.size(), deadline_), ec);
-  }
-
-  // Beast's stream concepts also name the throwing overloads; only the error_code ones are ever
-  // called, so these are declared and never defined (a use would fail to link).
-  template <class MutableBufferSequence>
-  size_t read_some(const MutableBufferSequence& buffers);
-  template <class ConstBufferSequence>
-  size_t write_some(const ConstBufferSequence& buffers);
-
- private:
-  template <class Buffer, class Sequence>
-  static Buffer FirstNonEmpty(const Sequence& buffers) {
-    for (auto it = asio::buffer_sequence_begin(buffers); it != asio::buffer_sequence_end(buffers);
-         ++it) {
-      Buffer b(*it);
-      if (b.size() > 0) return b;
-    }
-    return Buffer();
-  }
-
-  static size_t Done(const Connection::IoResult& r, BoostError& ec) {
-    switch (r.status) {
-      case Connection::Io::kOk:
-        return r.bytes;
-      case Connection::Io::kEof:
-        ec = asio::error::eof;
-        break;
-      case Connection::Io::kTimeout:
-        ec = beast::error::timeout;
-        break;
-      case Connection::Io::kError:
-        // A TLS failure has no errno: the connection is as good as reset.
-        ec = r.error != 0 ? BoostError(r.error, boost::system::system_category())
-                          : BoostError(asio::error::connection_reset);
-        break;
-    }
-    return 0;
-  }
-
-  Connection& conn_;
-  Clock::time_point deadline_ = Clock::now();
-};
-
-// Bytes of request bodies being received, across connections.
-class ByteBudget {
- public:
-  explicit ByteBudget(size_t max) : max_(max) {}
-  bool TryReserve(size_t n) {
-    size_t used = used_.load();
-    do {
-      if (n > max_ || used > max_ - n) return false;
-    } while (!used_.compare_exchange_weak(used, used + n));
-    return true;
-  }
-  void Release(size_t n) { used_.fetch_sub(n); }
-
- private:
-  const size_t max_;
-  std::atomic<size_t> used_{0};
-};
-
-// A share of the budget, given back when the request is done.
-class Reservation {
- public:
-  Reservation() = default;
-  Reservation(ByteBudget* budget, size_t n) : budget_(budget), n_(n) {}
-  Reservation(Reservation&& other) noexcept
-      : budget_(std::exchange(other.budget_, nullptr)), n_(other.n_) {}
-  Reservation& operator=(Reservation&& other) noexcept {
-    if (this != &other) {
-      if (budget_ != nullptr) budget_->Release(n_);
-      budget_ = std::exchange(other.budget_, nullptr);
-      n_ = other.n_;
-    }
-    return *this;
-  }
-  Reservation(const Reservation&) = delete;
-  Reservation& operator=(const Reservation&) = delete;
-  ~Reservation() {
-    if (budget_ != nullptr) budget_->Release(n_);
-  }
-
- private:
-  ByteBudget* budget_ = nullptr;
-  size_t n_ = 0;
-};
 
 // A complete reply that ends the connection, e.g. a refusal sent before reading anything.
 std::string ClosingReply(int status, const char* reason, const std::string& json) {
