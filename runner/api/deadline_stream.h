@@ -64,8 +64,8 @@ class DeadlineStream {
  private:
   template <class Buffer, class Sequence>
   static Buffer FirstNonEmpty(const Sequence& buffers) {
-    for (auto it = boost::asio::buffer_sequence_begin(buffers); it != boost::asio::buffer_sequence_end(buffers);
-         ++it) {
+    for (auto it = boost::asio::buffer_sequence_begin(buffers);
+         it != boost::asio::buffer_sequence_end(buffers); ++it) {
       Buffer b(*it);
       if (b.size() > 0) return b;
     }
