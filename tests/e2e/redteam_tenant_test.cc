@@ -1,9 +1,9 @@
 // Attacks on the multi-tenant server through the binary on its TLS listener (loopback), each one
-// a hole found by trying it: a repeated header that changed who the caller was, and a tool call
-// that changed the workspace without its audit line.
-#include "tests/e2e/tenant_server.h"
-
+// a hole found by trying it: a repeated header that changed who the caller was, a tool call that
+// changed the workspace without its audit line, an event stream that outlived its token.
 #include <gtest/gtest.h>
+
+#include "tests/e2e/tenant_server.h"
 
 namespace sandrun::testing {
 namespace {
@@ -48,7 +48,8 @@ TEST_F(RedteamTenantTest, RepeatedCallerHeadersAreRefused) {
       Post("/v1/policy/check", bot, check, {"X-Sandrun-Agent: main", "X-Sandrun-Agent: bot1"});
   EXPECT_EQ(agents.status, 400) << agents.body;
   EXPECT_EQ(agents.error_code(), "invalid-request");
-  auto tenants = Get("/v1/approvals", admin, {"X-Sandrun-Tenant: acme", "X-Sandrun-Tenant: globex"});
+  auto tenants =
+      Get("/v1/approvals", admin, {"X-Sandrun-Tenant: acme", "X-Sandrun-Tenant: globex"});
   EXPECT_EQ(tenants.status, 400) << tenants.body;
   EXPECT_EQ(tenants.error_code(), "invalid-request");
 }
@@ -79,6 +80,31 @@ TEST_F(RedteamTenantTest, ApplyPatchCallsHaveTheirAuditLines) {
   EXPECT_NE(patches[0].find("Add File: hello.txt"), std::string::npos) << patches[0];
   EXPECT_NE(patches[1].find(R"("decision":"deny")"), std::string::npos) << patches[1];
   EXPECT_NE(patches[1].find("escape.txt"), std::string::npos) << patches[1];
+}
+
+// An event stream opened before its token was revoked used to go on with the tenant's events for
+// ever; it gets an unauthorized error at the next event instead, and nothing of that event.
+TEST_F(RedteamTenantTest, RevokedTokensEventStreamEnds) {
+  Tenants(R"("acme": {})");
+  const std::string doomed = Token("acme", "agent", {"--name", "doomed"});
+  const std::string good = Token("acme", "agent", {"--name", "good"});
+  StartTls();
+  auto doomed_stream = Events(doomed);
+  auto good_stream = Events(good);
+  ASSERT_EQ(Sandrun({"token", "revoke", "doomed"}).exit_code, 0);
+  Reload();
+
+  auto r = Post("/v1/tools/exec", good,
+                R"({"tool":"exec","background":true,"command":"echo after-revoke"})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  const std::string id = Details(r.json(), "sessionId");
+  ASSERT_FALSE(id.empty()) << r.body;
+  // The event was published: the good token's stream has it.
+  ASSERT_TRUE(good_stream->WaitFor("\"sessionId\":\"" + id + "\"", std::chrono::seconds(10)))
+      << good_stream->Output();
+  ASSERT_TRUE(doomed_stream->WaitFor("\"code\":\"unauthorized\"", std::chrono::seconds(10)))
+      << doomed_stream->Output();
+  EXPECT_EQ(doomed_stream->Output().find(id), std::string::npos) << doomed_stream->Output();
 }
 
 }  // namespace
