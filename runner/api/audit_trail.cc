@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include "runner/api/cli_context.h"
+#include "sandbox/base/json.h"
 
 namespace sandrun::api {
 namespace {
@@ -92,6 +93,22 @@ void AuditTrail::Exec(const Principal& who, const policy::ExecRequest& request,
       if (o.status == exec::ExecOutcome::Status::kTimedOut) r.reason = "timed out";
       r.duration_ms = o.duration_ms;
     }
+  }
+  (void)Append(std::move(r));
+}
+
+void AuditTrail::Patch(const Principal& who, const std::string& patch,
+                       const ApplyPatchToolResult& result) {
+  audit::AuditRecord r = Base(who);
+  r.tool = "apply_patch";
+  r.command = patch;
+  if (auto doc = ParseJson(result.json); doc && doc->IsObject()) {
+    const rapidjson::Value* details = JsonMember(*doc, "details");
+    if (details != nullptr) r.host = JsonString(*details, "host");
+  }
+  r.decision = result.refused ? "deny" : result.internal ? "error" : "allow";
+  if (result.refused || result.internal) {
+    r.reason = result.error.WireCode() + ": " + result.error.ToString();
   }
   (void)Append(std::move(r));
 }

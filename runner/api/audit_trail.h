@@ -1,6 +1,7 @@
 // What the runtime writes to the audit log (runner/audit/audit_log.h): one line per exec decision
-// (with how the run ended, when the call waited for it) and one per operator decision on an
-// approval. Every front end goes through the Runtime, so nothing decides without a line.
+// (with how the run ended, when the call waited for it), one per apply_patch call and one per
+// operator decision on an approval. Every front end goes through the Runtime, so nothing decides
+// without a line.
 //
 // A server opens the log at start and refuses to start without it, and refuses to run a command
 // whose decision line it cannot write (a hosted runner must not run unrecorded); a one-shot CLI
@@ -12,6 +13,7 @@
 #include <mutex>
 #include <string>
 
+#include "runner/api/apply_patch_tool.h"
 #include "runner/api/exec_tool.h"
 #include "runner/api/runtime.h"
 #include "runner/audit/audit_log.h"
@@ -32,6 +34,9 @@ class AuditTrail {
   // start); otherwise the one line of a call that ran nothing (deny, ask, error).
   void Exec(const Principal& who, const policy::ExecRequest& request, const ExecToolResult& result,
             bool started);
+  // An apply_patch call, once decided and done: the patch as its command, allow (it changed
+  // the workspace), deny (refused, nothing changed) or error (rolled back).
+  void Patch(const Principal& who, const std::string& patch, const ApplyPatchToolResult& result);
   // A tool call refused before anything ran by the runtime itself (over a quota): a deny line
   // with the refusal's wire code as its reason. `command` may be "" (tools without one).
   void Refused(const Principal& who, const std::string& tool, const std::string& command,

@@ -275,7 +275,12 @@ void HttpServer::Impl::ServeConnection(int fd, const Listener& listener, const s
         info.remote = remote;
       }
       for (const auto& field : head) {
-        info.headers[Lower(std::string(field.name_string()))] = std::string(field.value());
+        // A repeated field is one comma-separated list (RFC 9110 §5.3), never "the last one
+        // wins": a second Authorization or X-Sandrun-Tenant must not replace the one a proxy
+        // checked. The joined value is no valid token, tenant, agent or session: refused.
+        auto [it, fresh] = info.headers.try_emplace(Lower(std::string(field.name_string())),
+                                                    std::string(field.value()));
+        if (!fresh) it->second += ", " + std::string(field.value());
       }
       ParseTarget(info);
     }

@@ -56,7 +56,7 @@ struct HttpRequestInfo {
   std::string target;  // path + query
   std::string path;    // without the query
   std::map<std::string, std::string> query;
-  std::map<std::string, std::string> headers;  // lowercased names
+  std::map<std::string, std::string> headers;  // lowercased names; repeats joined by ", "
   std::string body;
   uid_t peer_uid = static_cast<uid_t>(-1);  // SO_PEERCRED of the unix-socket client
   // "unix" (the local socket: peer_uid is known) or "tcp" (a TCP listener, TLS or loopback

@@ -194,6 +194,7 @@ struct Runtime::Impl {
   }
   ApplyPatchToolResult RunPatch(const Principal& who, const ApplyPatchRequest& request) {
     ApplyPatchToolResult result = RunApplyPatchTool(GlobalFor(who), CallerFor(who), request);
+    audit->Patch(who, request.input, result);
     metrics.Call(who.tenant, "apply_patch",
                  result.internal  ? "error"
                  : result.refused ? "deny"

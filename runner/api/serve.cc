@@ -190,7 +190,15 @@ int RunServeCommand(const GlobalOptions& global, const ServeOptions& options) {
     if (write("ready", "{}", 0)) {
       while (!stopping.load()) {
         Runtime::Event event;
-        if (runtime.NextEvent(sub, &event, 15000)) {
+        const bool got = runtime.NextEvent(sub, &event, 15000);
+        // The token is checked again before each event: one revoked (or expired) while its
+        // stream was open gets no more of its tenant's events, its stream ends.
+        auto still = auth.Authorize(r);
+        if (auto* refusal = std::get_if<HttpReply>(&still)) {
+          (void)write("error", refusal->body, 0);
+          break;
+        }
+        if (got) {
           if (!write(event.type, event.json, event.id)) break;
         } else if (!write("ping", "{}", 0)) {  // keeps proxies and dead clients honest
           break;
