@@ -153,13 +153,25 @@ void EventHub::AppendLocked(const StoredEvent& e) {
   ++file_lines_;
 }
 
+namespace {
+
+// Whether the subscriber's filter takes the event: its tenant, and its agent when one is named.
+bool Takes(const TenantFilter& filter, const StoredEvent& e) {
+  if (!filter.Takes(e.tenant)) return false;
+  if (filter.agent.empty()) return true;
+  auto doc = ParseJson(e.json);
+  return doc && doc->IsObject() && JsonString(*doc, "agentId") == filter.agent;
+}
+
+}  // namespace
+
 void EventHub::Publish(const std::string& tenant, const std::string& type,
                        const std::string& json) {
   std::lock_guard<std::mutex> lock(mu_);
   StoredEvent e{next_id_++, tenant, type, json};
   AppendLocked(e);
   for (auto& s : subscribers_) {
-    if (!s->filter.Takes(tenant)) continue;
+    if (!Takes(s->filter, e)) continue;
     if (s->queue.size() >= kMaxQueued) s->queue.pop_front();
     s->queue.push_back(e);
     s->wake.notify_all();
@@ -172,7 +184,7 @@ std::shared_ptr<EventHub::Subscription> EventHub::Subscribe(const TenantFilter& 
   std::lock_guard<std::mutex> lock(mu_);
   if (after) {
     for (const StoredEvent& e : ring_) {
-      if (e.id <= *after || !filter.Takes(e.tenant)) continue;
+      if (e.id <= *after || !Takes(filter, e)) continue;
       if (s->queue.size() >= kMaxQueued) s->queue.pop_front();
       s->queue.push_back(e);
     }

@@ -186,7 +186,10 @@ int RunServeCommand(const GlobalOptions& global, const ServeOptions& options) {
       return;
     }
     // Replays what the ring still holds after Last-Event-ID, then live events.
-    auto sub = runtime.Subscribe(FilterFor(r, *who), std::get<std::optional<uint64_t>>(after));
+    // An agent token hears its own agent's events only (they carry commands and output).
+    TenantFilter filter = FilterFor(r, *who);
+    if (who->role == "agent") filter.agent = who->agent;
+    auto sub = runtime.Subscribe(filter, std::get<std::optional<uint64_t>>(after));
     if (write("ready", "{}", 0)) {
       while (!stopping.load()) {
         Runtime::Event event;

@@ -1,5 +1,5 @@
 // Which tenants' data a caller sees (events, metrics): one tenant, or every one (an admin
-// without X-Sandrun-Tenant). A tenant never sees another's.
+// without X-Sandrun-Tenant), and for events maybe one agent. A tenant never sees another's.
 #pragma once
 
 #include <string>
@@ -10,8 +10,11 @@ namespace sandrun::api {
 struct TenantFilter {
   bool all = false;
   std::string tenant;  // when !all
-  static TenantFilter All() { return {true, ""}; }
-  static TenantFilter Tenant(std::string id) { return {false, std::move(id)}; }
+  // Events only: "" any agent of the tenant; else only the events of that agent (their agentId;
+  // an event without one is not taken). An agent token's stream is its own agent's.
+  std::string agent;
+  static TenantFilter All() { return {true, "", ""}; }
+  static TenantFilter Tenant(std::string id) { return {false, std::move(id), ""}; }
   bool Takes(const std::string& of_tenant) const { return all || of_tenant == tenant; }
 };
 

@@ -281,6 +281,24 @@ TEST_F(TenantServerTest, OperatorsManageOnlyTheirTenantsSandboxes) {
   EXPECT_TRUE(audited);
 }
 
+// An agent token's event stream is its own agent's: the events of another agent of the tenant
+// (commands, output tails) are not for it, as that agent's sessions are not.
+TEST_F(TenantServerTest, AnAgentTokenHearsOnlyItsOwnAgentsEvents) {
+  Tenants(R"("acme": {})");
+  const std::string bots = Token("acme", "agent", {"--agents", "bot*"});
+  const std::string main_agent = Token("acme", "agent", {"--agents", "main"});
+  StartTls();
+  auto stream = Events(bots, {"X-Sandrun-Agent: bot1"});
+  const std::string secret = Background(main_agent, "echo topsecret-of-main");
+  EXPECT_NE(Finish(main_agent, secret).find("topsecret-of-main"), std::string::npos);
+  // Events are delivered in order: once bot1's later session is in the stream, main's events
+  // would be there before it.
+  const std::string own = Background(bots, "echo bot1-output", {"X-Sandrun-Agent: bot1"});
+  EXPECT_TRUE(stream->WaitFor(own, 10s)) << stream->Output();
+  EXPECT_EQ(stream->Output().find(secret), std::string::npos) << stream->Output();
+  EXPECT_EQ(stream->Output().find("topsecret"), std::string::npos) << stream->Output();
+}
+
 // A tenant with host execution: its gateway command asks; an agent token cannot answer it,
 // another tenant's operator gets what an unknown id gets, its own operator approves it.
 TEST_F(TenantServerTest, OnlyTheTenantsOperatorAnswersItsApprovals) {
