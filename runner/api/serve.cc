@@ -4,10 +4,13 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -54,6 +57,32 @@ TenantFilter FilterFor(const HttpRequestInfo& r, const Principal& who) {
   if (who.role == "admin" && r.headers.count("x-sandrun-tenant") == 0) return TenantFilter::All();
   return TenantFilter::Tenant(who.tenant);
 }
+
+// Event streams held open per tenant of token callers: a stream holds a connection slot for as
+// long as its client likes, so one tenant may hold at most an eighth of server.maxConnections
+// with them and can never lock the others out (the local socket's owner is not counted).
+class StreamSlots {
+ public:
+  explicit StreamSlots(size_t max_connections)
+      : per_tenant_(std::max<size_t>(1, max_connections / 8)) {}
+  size_t per_tenant() const { return per_tenant_; }
+  bool Take(const std::string& tenant) {
+    std::lock_guard<std::mutex> lock(mu_);
+    size_t& n = open_[tenant];
+    if (n >= per_tenant_) return false;
+    ++n;
+    return true;
+  }
+  void Give(const std::string& tenant) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (--open_[tenant] == 0) open_.erase(tenant);
+  }
+
+ private:
+  const size_t per_tenant_;
+  std::mutex mu_;
+  std::map<std::string, size_t> open_;
+};
 
 // Last-Event-ID: a decimal event id; nullopt when absent, an error text when malformed.
 std::variant<std::optional<uint64_t>, std::string> LastEventId(const HttpRequestInfo& r) {
@@ -123,6 +152,7 @@ int RunServeCommand(const GlobalOptions& global, const ServeOptions& options) {
   }
 
   HttpServer server(LimitsFrom(runtime.server_settings()));
+  StreamSlots streams(static_cast<size_t>(runtime.server_settings().max_connections));
   // Nothing is read past a request's headers, routed or upgraded before its caller is known.
   server.SetGate([&](const HttpRequestInfo& r) { return auth.Refusal(r); });
   server.Route("GET", "/healthz", [&](const HttpRequestInfo&) {
@@ -186,6 +216,24 @@ int RunServeCommand(const GlobalOptions& global, const ServeOptions& options) {
       return;
     }
     // Replays what the ring still holds after Last-Event-ID, then live events.
+    const bool counted = !who->token_name.empty();
+    if (counted && !streams.Take(who->tenant)) {
+      (void)write("error",
+                  RenderToolError(Error::Refusal(
+                      "quota-exceeded", "tenant \"" + who->tenant + "\" already holds " +
+                                            std::to_string(streams.per_tenant()) +
+                                            " event streams (an eighth of server.maxConnections)")),
+                  0);
+      return;
+    }
+    struct Release {
+      StreamSlots& slots;
+      const std::string& tenant;
+      bool counted;
+      ~Release() {
+        if (counted) slots.Give(tenant);
+      }
+    } release{streams, who->tenant, counted};
     // An agent token hears its own agent's events only (they carry commands and output).
     TenantFilter filter = FilterFor(r, *who);
     if (who->role == "agent") filter.agent = who->agent;

@@ -299,6 +299,33 @@ TEST_F(TenantServerTest, AnAgentTokenHearsOnlyItsOwnAgentsEvents) {
   EXPECT_EQ(stream->Output().find("topsecret"), std::string::npos) << stream->Output();
 }
 
+// Event streams hold connection slots for as long as their client likes: one tenant may hold an
+// eighth of server.maxConnections with them, so it cannot lock the other tenants out.
+TEST_F(TenantServerTest, ATenantsEventStreamsCannotTakeEveryConnectionSlot) {
+  Tenants(R"("acme": {}, "globex": {})", R"("server": {"maxConnections": 16})");
+  const std::string acme = Token("acme", "agent");
+  const std::string globex = Token("globex", "agent");
+  StartTls();
+  auto first = Events(acme);
+  auto second = Events(acme);
+  std::vector<std::string> argv = {Program("curl"), "-sSN", "-H", "Authorization: Bearer " + acme};
+  for (const auto& t : Transport()) argv.push_back(t);
+  argv.push_back(Url("/v1/events"));
+  Streaming third(argv, home_ + "/events-third");
+  EXPECT_TRUE(third.WaitFor("quota-exceeded", 10s)) << third.Output();
+  EXPECT_EQ(third.Output().find("event: ready"), std::string::npos) << third.Output();
+  auto other = Events(globex);  // waits for its ready event
+  EXPECT_NE(other->Output().find("event: ready"), std::string::npos);
+  // A stream that ends gives its slot back.
+  first.reset();
+  bool again = false;
+  for (int i = 0; i < 100 && !again; ++i) {
+    Streaming retry(argv, home_ + "/events-retry");
+    again = retry.WaitFor("event: ready", 2s);
+  }
+  EXPECT_TRUE(again);
+}
+
 // A tenant with host execution: its gateway command asks; an agent token cannot answer it,
 // another tenant's operator gets what an unknown id gets, its own operator approves it.
 TEST_F(TenantServerTest, OnlyTheTenantsOperatorAnswersItsApprovals) {
