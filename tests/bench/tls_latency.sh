@@ -36,7 +36,7 @@ trap cleanup EXIT
 
 openssl req -x509 -newkey rsa:2048 -nodes -keyout "$tmp/key.pem" -out "$tmp/cert.pem" -days 1 \
   -subj /CN=localhost -addext subjectAltName=IP:127.0.0.1,DNS:localhost >/dev/null 2>&1
-token=$("$bin" token create --tenant t1 --role admin)
+token=$("$bin" token create --tenant t1 --role admin 2>/dev/null)
 # Host commands run as nobody (a root server): a workspace and a PATH it can use.
 mkdir -m 777 "$tmp/ws"
 chmod 755 "$tmp"
