@@ -1,8 +1,10 @@
 #include "runner/api/approval_broker.h"
 
 #include <chrono>
+#include <cmath>
 #include <vector>
 
+#include "runner/api/cli_context.h"
 #include "runner/api/exec_approvals.h"
 #include "runner/config/approvals_file.h"
 #include "runner/wire/tool_result.h"
@@ -13,30 +15,30 @@ namespace sandrun::api {
 namespace {
 
 std::string ResolvedJson(const PendingApproval& p, const std::string& decision, bool approved,
-                         const std::string& session_id, const std::string& text) {
+                         const std::string& session_id, const std::string& by,
+                         const std::string& text) {
   rapidjson::StringBuffer buffer;
   JsonWriter w(buffer);
   w.StartObject();
-  w.Key("id");
-  WriteJsonString(w, p.id);
-  w.Key("slug");
-  WriteJsonString(w, ApprovalSlug(p.id));
-  w.Key("decision");
-  WriteJsonString(w, decision);
+  auto str = [&](const char* key, const std::string& value) {
+    w.Key(key);
+    WriteJsonString(w, value);
+  };
+  str("id", p.id);
+  str("slug", ApprovalSlug(p.id));
+  str("decision", decision);
   w.Key("approved");
   w.Bool(approved);
-  if (!session_id.empty()) {
-    w.Key("sessionId");
-    WriteJsonString(w, session_id);
+  if (!session_id.empty()) str("sessionId", session_id);
+  if (p.wait && approved) {
+    w.Key("waited");
+    w.Bool(true);
   }
-  w.Key("tenant");
-  WriteJsonString(w, p.tenant);
-  w.Key("agentId");
-  WriteJsonString(w, p.caller.agent_id);
-  w.Key("sessionKey");
-  WriteJsonString(w, p.caller.session_key);
-  w.Key("text");
-  WriteJsonString(w, text);
+  str("decidedBy", by);
+  str("tenant", p.tenant);
+  str("agentId", p.caller.agent_id);
+  str("sessionKey", p.caller.session_key);
+  str("text", text);
   w.EndObject();
   return buffer.GetString();
 }
@@ -49,6 +51,7 @@ void WritePending(JsonWriter& w, const PendingApproval& p) {
   };
   str("id", p.id);
   str("slug", ApprovalSlug(p.id));
+  str("status", "pending");
   str("command", p.command);
   str("host", p.host);
   str("cwd", p.gated.plan.cwd);
@@ -67,21 +70,108 @@ void WritePending(JsonWriter& w, const PendingApproval& p) {
   w.EndObject();
 }
 
+// A record as the API shows it (without the request and principal it keeps for a restart).
+void WriteRecord(JsonWriter& w, const config::ApprovalRecord& r) {
+  w.StartObject();
+  auto str = [&](const char* key, const std::string& value) {
+    w.Key(key);
+    WriteJsonString(w, value);
+  };
+  str("id", r.id);
+  str("slug", ApprovalSlug(r.id));
+  str("status", r.status);
+  str("command", r.command);
+  str("host", r.host);
+  str("cwd", r.cwd);
+  str("agentId", r.agent_id);
+  str("sessionKey", r.session_key);
+  w.Key("createdAtMs");
+  w.Int64(r.created_ms);
+  w.Key("expiresAtMs");
+  w.Int64(r.expires_ms);
+  w.Key("allowedDecisions");
+  w.StartArray();
+  for (const std::string& d : r.allowed_decisions) WriteJsonString(w, d);
+  w.EndArray();
+  str("reason", r.reason);
+  if (r.status != "pending") {
+    str("decision", r.decision);
+    str("decidedBy", r.decided_by);
+    w.Key("decidedAtMs");
+    w.Int64(r.decided_ms);
+    if (!r.session_id.empty()) str("sessionId", r.session_id);
+    str("text", r.text);
+  }
+  w.EndObject();
+}
+
+Result<config::ApprovalRecords> LoadRecords(const std::string& state_dir,
+                                            const std::string& tenant) {
+  auto loaded = config::LoadApprovalRecords(config::ApprovalRecordsPath(state_dir, tenant));
+  if (!loaded) return std::move(loaded).error();
+  return std::move(loaded->file);
+}
+
+// OpenClaw's notice: N = max(1, round(ms / 1000)) (reference §4.4).
+std::string RunningText(const PendingApproval& p, const std::string& session_id,
+                        const std::string& command) {
+  const int64_t seconds =
+      std::max<int64_t>(1, std::llround(static_cast<double>(p.running_notice_ms) / 1000.0));
+  return "Exec running (" + p.host + " id=" + p.id + ", session=" + session_id + ", >" +
+         std::to_string(seconds) + "s): " + command;
+}
+
 }  // namespace
 
-ApprovalBroker::ApprovalBroker(std::string state_dir, RunFn run, PublishFn publish, NowFn now_ms)
+ApprovalBroker::ApprovalBroker(std::string state_dir, RunFn run, PublishFn publish, NowFn now_ms,
+                               RunningFn running)
     : state_dir_(std::move(state_dir)),
       run_(std::move(run)),
       publish_(std::move(publish)),
       now_ms_(now_ms ? std::move(now_ms) : NowFn(UnixMillis)),
+      running_(std::move(running)),
       timer_([this] { TimerLoop(); }) {}
 
 ApprovalBroker::~ApprovalBroker() { Shutdown(); }
+
+void ApprovalBroker::Record(const PendingApproval& p, const std::string& status,
+                            const std::string& decision, const std::string& by,
+                            const std::string& session_id, const std::string& text) {
+  config::ApprovalRecord r;
+  r.id = p.id;
+  r.status = status;
+  r.command = p.command;
+  r.host = p.host;
+  r.cwd = p.gated.plan.cwd;
+  r.agent_id = p.caller.agent_id;
+  r.session_key = p.caller.session_key;
+  r.created_ms = p.created_ms;
+  r.expires_ms = p.expires_ms;
+  r.allowed_decisions = p.verdict.allowed_decisions;
+  r.reason = p.verdict.reason;
+  if (status == "pending") {
+    r.request_json = p.request_json;
+    r.principal_json = p.principal_json;
+  } else {
+    r.decision = decision;
+    r.decided_by = by;
+    r.decided_ms = now_ms_();
+    r.session_id = session_id;
+    r.text = text;
+  }
+  if (Status ok =
+          config::UpsertApprovalRecord(config::ApprovalRecordsPath(state_dir_, p.tenant), r);
+      !ok) {
+    PrintWarning("approval " + p.id + " was not recorded: " + ok.error().ToString() +
+                 (status == "pending" ? " (it will not outlive a restart)" : ""));
+  }
+}
 
 PendingApproval ApprovalBroker::Register(PendingApproval p) {
   p.id = config::NewEntryId();
   p.created_ms = now_ms_();
   p.expires_ms = p.created_ms + p.timeout_ms;
+  Record(p, "pending", "", "", "", "");
   {
     std::lock_guard<std::mutex> lock(mu_);
     pending_[p.id] = p;
@@ -94,9 +184,62 @@ PendingApproval ApprovalBroker::Register(PendingApproval p) {
   return p;
 }
 
+void ApprovalBroker::Restore(PendingApproval p) {
+  p.wait = false;  // the call that waited ended with the run before
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    pending_[p.id] = std::move(p);
+  }
+  cv_.notify_all();
+}
+
+void ApprovalBroker::Drop(config::ApprovalRecord record, const std::string& tenant,
+                          const std::string& why) {
+  const std::string text = "Exec denied (" + (record.host.empty() ? "gateway" : record.host) +
+                           " id=" + record.id + ", restart): " + record.command + ": " + why;
+  PendingApproval p;  // what the resolution's JSON names
+  p.id = record.id;
+  p.tenant = tenant;
+  p.caller.agent_id = record.agent_id;
+  p.caller.session_key = record.session_key;
+  record.status = "dropped";
+  record.decision = "restart";
+  record.decided_by = "sandrun";
+  record.decided_ms = now_ms_();
+  record.text = text;
+  record.request_json.clear();
+  record.principal_json.clear();
+  if (Status ok =
+          config::UpsertApprovalRecord(config::ApprovalRecordsPath(state_dir_, tenant), record);
+      !ok) {
+    PrintWarning("approval " + record.id + ": " + ok.error().ToString());
+  }
+  if (publish_) {
+    publish_(tenant, "approval.resolved", ResolvedJson(p, "restart", false, "", "sandrun", text));
+  }
+}
+
+ApprovalBroker::Handoff ApprovalBroker::Await(const std::string& id, const CancelToken* cancel) {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    if (auto h = handoffs_.find(id); h != handoffs_.end()) {
+      Handoff out = std::move(h->second);
+      handoffs_.erase(h);
+      return out;
+    }
+    auto p = pending_.find(id);
+    if (p == pending_.end()) return {};
+    if (stopping_ || (cancel != nullptr && cancel->cancelled())) {
+      p->second.wait = false;  // nobody waits any more: an approval runs in the background
+      return {};
+    }
+    cv_.wait_for(lock, std::chrono::milliseconds(100));
+  }
+}
+
 ApprovalBroker::Answer ApprovalBroker::Decide(const std::string& id_or_slug,
                                               const std::string& decision_in,
-                                              const std::string& tenant) {
+                                              const std::string& tenant, const std::string& by) {
   const std::string decision = decision_in == "always" ? "allow-always" : decision_in;
   if (decision != "allow-once" && decision != "allow-always" && decision != "deny") {
     return {400,
@@ -139,20 +282,32 @@ ApprovalBroker::Answer ApprovalBroker::Decide(const std::string& id_or_slug,
     p = std::move(it->second);
     pending_.erase(it);
   }
-  if (decision == "deny") return Resolve(p, decision, false, "", "user-denied");
-  return Resolve(p, decision, true, p.verdict.command, "");
+  if (decision == "deny") return Resolve(p, decision, false, "", "user-denied", by);
+  return Resolve(p, decision, true, p.verdict.command, "", by);
 }
 
 ApprovalBroker::Answer ApprovalBroker::Resolve(const PendingApproval& p,
                                                const std::string& decision, bool approved,
                                                const std::string& command,
-                                               const std::string& reason) {
+                                               const std::string& reason, const std::string& by) {
   const std::string head = "Exec denied (" + p.host + " id=" + p.id + ", ";
-  if (!approved) {
-    std::string text = head + reason + "): " + p.command;
-    std::string json = ResolvedJson(p, decision, false, "", text);
+  auto finish = [&](const std::string& status, bool ok, const std::string& session_id,
+                    const std::string& text) -> Answer {
+    Record(p, status, decision, by, session_id, text);
+    if (p.wait) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        handoffs_[p.id] = Handoff{true, ok, decision, ok ? command : "", text};
+      }
+      cv_.notify_all();
+    }
+    std::string json = ResolvedJson(p, decision, ok, session_id, by, text);
     if (publish_) publish_(p.tenant, "approval.resolved", json);
     return {200, json};
+  };
+  if (!approved) {
+    return finish(decision == "timeout" ? "expired" : "denied", false, "",
+                  head + reason + "): " + p.command);
   }
   std::string note;
   if (decision == "allow-always" && !p.verdict.always_patterns.empty()) {
@@ -162,21 +317,30 @@ ApprovalBroker::Answer ApprovalBroker::Resolve(const PendingApproval& p,
       note = " (allow-always was not saved: " + saved.error().ToString() + ")";
     }
   }
+  if (p.wait) {
+    // The call that asked is waiting: it runs the command itself, as its own result.
+    return finish("approved", true, "",
+                  "Exec approved (" + p.host + " id=" + p.id + ", " + decision +
+                      ", run by the waiting call)" + note + ": " + command);
+  }
   Result<std::string> session = run_ ? run_(p, command) : Result<std::string>(std::string());
   if (!session) {
     // Why it did not start: spawn-failed, quota-exceeded (the tenant's sessions), ...
     const std::string why =
         session.error().WireCode() == "quota-exceeded" ? "quota-exceeded" : "spawn-failed";
-    std::string text = head + why + "): " + p.command + ": " + session.error().ToString();
-    std::string json = ResolvedJson(p, decision, false, "", text);
-    if (publish_) publish_(p.tenant, "approval.resolved", json);
-    return {200, json};
+    return finish("failed", false, "",
+                  head + why + "): " + p.command + ": " + session.error().ToString());
   }
-  std::string text = "Exec approved (" + p.host + " id=" + p.id + ", " + decision +
-                     ", session=" + *session + ")" + note + ": " + command;
-  std::string json = ResolvedJson(p, decision, true, *session, text);
-  if (publish_) publish_(p.tenant, "approval.resolved", json);
-  return {200, json};
+  if (p.running_notice_ms > 0 && !session->empty()) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      notices_.push_back({now_ms_() + p.running_notice_ms, p, *session, command});
+    }
+    cv_.notify_all();
+  }
+  return finish("approved", true, *session,
+                "Exec approved (" + p.host + " id=" + p.id + ", " + decision +
+                    ", session=" + *session + ")" + note + ": " + command);
 }
 
 std::string ApprovalBroker::ListJson(const std::string& tenant) const {
@@ -192,6 +356,60 @@ std::string ApprovalBroker::ListJson(const std::string& tenant) const {
     }
   }
   w.EndArray();
+  w.Key("decided");
+  w.StartArray();
+  if (auto records = LoadRecords(state_dir_, tenant)) {
+    for (const config::ApprovalRecord& r : records->records) {
+      if (r.status != "pending") WriteRecord(w, r);
+    }
+  }
+  w.EndArray();
+  w.EndObject();
+  return buffer.GetString();
+}
+
+ApprovalBroker::Answer ApprovalBroker::Show(const std::string& id_or_slug,
+                                            const std::string& tenant,
+                                            const std::string& agent) const {
+  auto records = LoadRecords(state_dir_, tenant);
+  if (!records) return {500, RenderToolError("internal", records.error().ToString())};
+  std::vector<const config::ApprovalRecord*> matches;
+  for (const config::ApprovalRecord& r : records->records) {
+    if (!agent.empty() && r.agent_id != agent) continue;
+    if (r.id == id_or_slug || (id_or_slug.size() >= 8 && r.id.starts_with(id_or_slug))) {
+      matches.push_back(&r);
+    }
+  }
+  if (matches.empty()) {
+    return {404,
+            RenderToolError("unknown-approval", "No approval \"" + id_or_slug + "\" on record.")};
+  }
+  if (matches.size() > 1) {
+    return {409, RenderToolError("ambiguous-approval", "The short code \"" + id_or_slug +
+                                                           "\" matches several approvals; use "
+                                                           "the full id.")};
+  }
+  rapidjson::StringBuffer buffer;
+  JsonWriter w(buffer);
+  WriteRecord(w, *matches[0]);
+  return {200, buffer.GetString()};
+}
+
+std::string RecordedApprovalsJson(const std::string& state_dir, const std::string& tenant) {
+  rapidjson::StringBuffer buffer;
+  JsonWriter w(buffer);
+  w.StartObject();
+  auto records = LoadRecords(state_dir, tenant);
+  for (const bool pending : {true, false}) {
+    w.Key(pending ? "pending" : "decided");
+    w.StartArray();
+    if (records) {
+      for (const config::ApprovalRecord& r : records->records) {
+        if ((r.status == "pending") == pending) WriteRecord(w, r);
+      }
+    }
+    w.EndArray();
+  }
   w.EndObject();
   return buffer.GetString();
 }
@@ -206,6 +424,40 @@ std::map<std::string, size_t> ApprovalBroker::PendingByTenant() const {
   std::map<std::string, size_t> by;
   for (const auto& [id, p] : pending_) ++by[p.tenant];
   return by;
+}
+
+void ApprovalBroker::FireNotices() {
+  std::vector<Notice> due;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const int64_t now = now_ms_();
+    for (auto it = notices_.begin(); it != notices_.end();) {
+      if (it->due_ms <= now) {
+        due.push_back(std::move(*it));
+        it = notices_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (const Notice& n : due) {
+    if (running_ && !running_(n.approval, n.session_id)) continue;  // it already ended
+    rapidjson::StringBuffer buffer;
+    JsonWriter w(buffer);
+    w.StartObject();
+    auto str = [&](const char* key, const std::string& value) {
+      w.Key(key);
+      WriteJsonString(w, value);
+    };
+    str("id", n.approval.id);
+    str("sessionId", n.session_id);
+    str("tenant", n.approval.tenant);
+    str("agentId", n.approval.caller.agent_id);
+    str("sessionKey", n.approval.caller.session_key);
+    str("text", RunningText(n.approval, n.session_id, n.command));
+    w.EndObject();
+    if (publish_) publish_(n.approval.tenant, "exec.running", buffer.GetString());
+  }
 }
 
 void ApprovalBroker::TimerLoop() {
@@ -223,13 +475,19 @@ void ApprovalBroker::TimerLoop() {
         ++it;
       }
     }
-    if (!expired.empty()) {
+    bool notice_due = false;
+    for (const Notice& n : notices_) {
+      notice_due |= n.due_ms <= now;
+      next = std::min(next, n.due_ms);
+    }
+    if (!expired.empty() || notice_due) {
       lock.unlock();
       for (const PendingApproval& p : expired) {
         // No decision in time: askFallback decides (reference §4.4).
         policy::FallbackOutcome f = policy::ResolveAskFallback(p.verdict);
-        Resolve(p, "timeout", f.approved, f.command, f.reason);
+        Resolve(p, "timeout", f.approved, f.command, f.reason, "askFallback");
       }
+      FireNotices();
       lock.lock();
       continue;
     }
@@ -239,23 +497,17 @@ void ApprovalBroker::TimerLoop() {
 }
 
 void ApprovalBroker::Shutdown() {
-  std::map<std::string, PendingApproval> dropped;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_ && !timer_.joinable()) return;
     stopping_ = true;
-    dropped.swap(pending_);
+    // Pending approvals stay recorded: the next run restores them (or drops them, with an
+    // event). Waiting calls are released (Await sees stopping_).
+    pending_.clear();
+    notices_.clear();
   }
   cv_.notify_all();
   if (timer_.joinable()) timer_.join();
-  for (const auto& [id, p] : dropped) {
-    if (publish_) {
-      publish_(p.tenant, "approval.resolved",
-               ResolvedJson(
-                   p, "shutdown", false, "",
-                   "Exec denied (" + p.host + " id=" + p.id + ", server-shutdown): " + p.command));
-    }
-  }
 }
 
 }  // namespace sandrun::api

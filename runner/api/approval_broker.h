@@ -2,13 +2,18 @@
 // approval is registered here and answered `approval-pending`; an operator decides it
 // (`POST /v1/approvals/{id}`, `sandrun approvals approve ID DECISION`), or the timeout hands it
 // to askFallback. Approved commands run as background sessions (their end is the session's
-// exec.finished/exec.failed event); every request and resolution is an event too.
+// exec.finished/exec.failed event, and one still running after approvalRunningNoticeMs gets one
+// exec.running "Exec running" notice); a call that waits (`"wait": true`, `sandrun exec --wait`)
+// is handed its approved command instead and runs it itself. Every request and resolution is an
+// event, and a record in the tenant's approvals record (config/approval_records.h): pending ones
+// outlive a restart (Restore), decided ones say who answered, when and what.
 //
-// Pattern of use (serve.cc):
-//   ApprovalBroker broker(state_dir, run_fn, publish_fn);
-//   std::string id = broker.Register(std::move(pending));   // from RunExecTool
-//   ApprovalBroker::Answer a = broker.Decide(id_or_slug, "allow-once", tenant);
-//   broker.Shutdown();                                       // pending ones are dropped
+// Pattern of use (runtime.cc):
+//   ApprovalBroker broker(state_dir, run_fn, publish_fn, {}, running_fn);
+//   std::string id = broker.Register(std::move(pending)).id;    // from RunExecTool
+//   ApprovalBroker::Handoff h = broker.Await(id, &cancel);       // a waiting call
+//   ApprovalBroker::Answer a = broker.Decide(id_or_slug, "allow-once", tenant, "ops-1");
+//   broker.Shutdown();                                  // pending ones stay on disk
 #pragma once
 
 #include <condition_variable>
@@ -18,10 +23,13 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
+#include "runner/config/approval_records.h"
 #include "runner/policy/approval_flow.h"
 #include "runner/policy/exec_request.h"
 #include "runner/policy/gate.h"
+#include "sandbox/base/deadline.h"
 #include "sandbox/base/result.h"
 
 namespace sandrun::api {
@@ -39,6 +47,11 @@ struct PendingApproval {
   policy::ApprovalVerdict verdict;  // allowed decisions, patterns, askFallback
   bool notify_on_exit = true;
   bool notify_on_exit_empty_success = false;
+  int64_t running_notice_ms = 10000;  // approvalRunningNoticeMs (0: no notice)
+  // Kept in the record so a restart can decide the call again (opaque here).
+  std::string request_json;
+  std::string principal_json;
+  bool wait = false;  // a call waits for the answer (Await): it runs the approved command
 };
 
 class ApprovalBroker {
@@ -51,48 +64,95 @@ class ApprovalBroker {
                                        const std::string& json)>;
   using NowFn = std::function<int64_t()>;
 
-  ApprovalBroker(std::string state_dir, RunFn run, PublishFn publish, NowFn now_ms = {});
+  // Whether the background session `session_id` that approved `p` runs as is still running
+  // (the "Exec running" notice).
+  using RunningFn = std::function<bool(const PendingApproval& p, const std::string& session_id)>;
+
+  ApprovalBroker(std::string state_dir, RunFn run, PublishFn publish, NowFn now_ms = {},
+                 RunningFn running = {});
   ~ApprovalBroker();
   ApprovalBroker(const ApprovalBroker&) = delete;
   ApprovalBroker& operator=(const ApprovalBroker&) = delete;
 
-  // Takes `p` (id, created/expires set here) and publishes approval.requested. Returns the copy
-  // as registered.
+  // Takes `p` (id, created/expires set here), records it and publishes approval.requested.
+  // Returns the copy as registered.
   PendingApproval Register(PendingApproval p);
+  // After a restart: `p` as an earlier run recorded it (id, created and expires kept; no
+  // waiter). One already expired is resolved by the timer at once, as it would have been.
+  void Restore(PendingApproval p);
+  // A recorded pending approval that cannot be restored (`why`): recorded as dropped and
+  // published as resolved, never silently lost.
+  void Drop(config::ApprovalRecord record, const std::string& tenant, const std::string& why);
+
+  // What a waiting call is handed once its approval is decided.
+  struct Handoff {
+    bool resolved = false;  // false: cancelled, unknown id, or the server stops
+    bool approved = false;
+    std::string decision;  // allow-once | allow-always | deny | timeout
+    std::string command;   // when approved: what runs
+    std::string text;      // the resolution's text ("Exec denied (...)")
+  };
+  // Blocks until approval `id` (registered with `wait`) is decided, `cancel` is set or the
+  // broker stops. Once cancelled (or stopped) the approval no longer has a waiter: an approval
+  // after that runs as a background session, as any other.
+  Handoff Await(const std::string& id, const CancelToken* cancel);
 
   struct Answer {
     int status = 200;  // 200 decided; 400 bad decision; 404 unknown id; 409 ambiguous slug
     std::string json;  // {"id","decision","approved","sessionId"?,"text"} or {"error":{...}}
   };
-  // `decision`: allow-once | allow-always | always | deny. An id or its 8-character slug.
+  // `decision`: allow-once | allow-always | always | deny. An id or its 8-character slug. `by`:
+  // who answered (a token name, the local user), for the record.
   Answer Decide(const std::string& id_or_slug, const std::string& decision,
-                const std::string& tenant);
+                const std::string& tenant, const std::string& by);
 
   // {"pending":[{"id","slug","command","host","cwd","agentId","sessionKey","createdAtMs",
-  //   "expiresAtMs","allowedDecisions","reason"}]}
+  //   "expiresAtMs","allowedDecisions","reason"}], "decided":[record, ... newest last]}
   std::string ListJson(const std::string& tenant) const;
+  // GET /v1/approvals/{id}: the tenant's record of `id_or_slug` (pending or decided):
+  // {"id","slug","status","command",...,"decision","decidedBy","decidedAtMs","sessionId","text"}.
+  // `agent` (not ""): that agent's approvals only, another's is unknown.
+  Answer Show(const std::string& id_or_slug, const std::string& tenant,
+              const std::string& agent = "") const;
   size_t size() const;
   // Pending approvals by tenant (metrics).
   std::map<std::string, size_t> PendingByTenant() const;
 
-  // Stops the timer; pending approvals are dropped (each published as resolved "shutdown").
+  // Stops the timer and releases waiting calls; pending approvals stay recorded for the next run.
   void Shutdown();
 
  private:
+  struct Notice {
+    int64_t due_ms = 0;
+    PendingApproval approval;
+    std::string session_id;
+    std::string command;
+  };
   void TimerLoop();
-  // Runs outside mu_: persists allow-always, starts the run, publishes the resolution.
+  // Runs outside mu_: persists allow-always, starts the run (or hands it to the waiter),
+  // records and publishes the resolution.
   Answer Resolve(const PendingApproval& p, const std::string& decision, bool approved,
-                 const std::string& command, const std::string& reason);
+                 const std::string& command, const std::string& reason, const std::string& by);
+  void Record(const PendingApproval& p, const std::string& status, const std::string& decision,
+              const std::string& by, const std::string& session_id, const std::string& text);
+  void FireNotices();
 
   const std::string state_dir_;
   RunFn run_;
   PublishFn publish_;
   NowFn now_ms_;
+  RunningFn running_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;
   std::map<std::string, PendingApproval> pending_;
-  std::thread timer_;  // last: started after everything it uses exists
+  std::map<std::string, Handoff> handoffs_;  // decided, for the call that waits on it
+  std::vector<Notice> notices_;              // approved runs to check on for "Exec running"
+  std::thread timer_;                        // last: started after everything it uses exists
 };
+
+// The tenant's approvals as recorded on disk, in ListJson's shape: {"pending":[...],
+// "decided":[...]} (the CLI without a server).
+std::string RecordedApprovalsJson(const std::string& state_dir, const std::string& tenant);
 
 }  // namespace sandrun::api

@@ -18,6 +18,7 @@
 #include "runner/api/policy_cmd.h"
 #include "runner/api/sandbox_cmd.h"
 #include "runner/api/serve.h"
+#include "runner/api/session_cmd.h"
 #include "runner/api/token_cmd.h"
 #include "sandbox/docker/client.h"
 #include "sandbox/docker/image_build.h"
@@ -62,6 +63,9 @@ void AddExecFlags(CLI::App* exec, ExecFlags& f) {
   exec->add_option("--security", f.security, "Accepted and ignored: a call cannot change it");
   exec->add_option("--ask", f.ask, "off | on-miss | always (may only tighten)");
   exec->add_flag("--elevated", f.elevated, "Ask for elevated (host) execution");
+  exec->add_flag("--wait", f.wait,
+                 "When an operator's approval is needed, wait for it (needs sandrun serve), "
+                 "then run the approved command and exit with its code");
   exec->add_option("--workdir", f.workdir, "Working directory (container or host path)");
   // One KEY=VALUE per --env, taken as it is (no "[A=1,B=2]" list syntax).
   exec->add_option("--env", f.env, "KEY=VALUE for the command (repeatable)")
@@ -226,14 +230,24 @@ int RunCli(int argc, char** argv) {
   policy_check->add_option("--cwd", policy_flags.cwd, "The command's working directory");
   policy_check->add_option("--env", policy_flags.env, "KEY=VALUE for the command (repeatable)")
       ->allow_extra_args(false);
+  policy_check->add_flag("--elevated", policy_flags.elevated,
+                         "As an elevated call (of --session KEY: its /elevated level applies)");
   policy_check->add_option("COMMAND", stray_words, "The command, after --");
 
   ApprovalsFlags approvals_flags;
   CLI::App* approvals = app.add_subcommand(
       "approvals", "Pending exec approvals and the allowlists ($SANDRUN_HOME/exec-approvals.json)");
   approvals->require_subcommand(1);
-  CLI::App* approvals_list =
-      approvals->add_subcommand("list", "Pending approvals (server) and every allowlist");
+  CLI::App* approvals_list = approvals->add_subcommand(
+      "list", "Pending approvals and the decision record as a table (--json: and the allowlists)");
+  approvals_list->add_flag("--json", approvals_flags.json, "Print JSON");
+  CLI::App* approvals_show =
+      approvals->add_subcommand("show", "One approval: status, decision, who, when (server)");
+  approvals_show->add_option("ID", approvals_flags.id, "The approval id or its 8-char slug")
+      ->required();
+  CLI::App* approvals_watch = approvals->add_subcommand(
+      "watch", "Follow approval events; in a terminal, answer each pending approval");
+  approvals_watch->add_flag("--json", approvals_flags.json, "Print each event as JSON");
   CLI::App* approvals_approve =
       approvals->add_subcommand("approve", "Decide a pending approval (needs sandrun serve)");
   approvals_approve->add_option("ID", approvals_flags.id, "The approval id or its 8-char slug")
@@ -260,6 +274,8 @@ int RunCli(int argc, char** argv) {
 
   TokenFlags token_flags;
   CLI::App* token = AddTokenCommand(app, token_flags);
+  SessionFlags session_flags;
+  CLI::App* session = AddSessionCommand(app, session_flags);
 
   bool doctor_json = false;
   CLI::App* doctor = app.add_subcommand(
@@ -311,6 +327,7 @@ int RunCli(int argc, char** argv) {
   }
   if (process->parsed()) return RunProcessCommand(global, process_flags);
   if (token->parsed()) return RunTokenCommand(global, token_flags);
+  if (session->parsed()) return RunSessionCommand(global, session_flags);
   if (serve->parsed()) return RunServeCommand(global, serve_options);
   if (apply_patch->parsed()) return RunApplyPatchCommand(global, patch_flags);
   if (sandbox->parsed()) {
@@ -328,6 +345,8 @@ int RunCli(int argc, char** argv) {
   }
   if (approvals->parsed()) {
     approvals_flags.action = approvals_list->parsed()      ? "list"
+                             : approvals_show->parsed()    ? "show"
+                             : approvals_watch->parsed()   ? "watch"
                              : approvals_approve->parsed() ? "approve"
                              : allowlist_add->parsed()     ? "allowlist-add"
                              : allowlist_remove->parsed()  ? "allowlist-remove"

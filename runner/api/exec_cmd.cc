@@ -50,14 +50,6 @@ void WriteAll(FILE* f, std::string_view bytes) {
   fflush(f);
 }
 
-// The running server's socket, or "" when none answers (then the call runs in-process).
-std::string LiveServer(const GlobalOptions& global) {
-  auto state_dir = config::StateDirPath();
-  if (!state_dir) return "";
-  std::string socket = ServerSocketPath(global, *state_dir);
-  return ServerAnswers(socket) ? socket : "";
-}
-
 // The command's stdin: ours when it is a pipe, a file or a socket (or with -i), else none (the
 // command reads EOF at once): a terminal is never read behind the user's back.
 int StdinToForward(bool interactive) {
@@ -125,6 +117,7 @@ int RunExecCommand(const GlobalOptions& global, const ExecFlags& flags) {
   if (!flags.ask.empty()) request.ask = flags.ask;
   if (!flags.workdir.empty()) request.workdir = flags.workdir;
   if (flags.elevated) request.elevated = true;
+  request.wait = flags.wait;
   if (std::string bad = ParseEnvFlags(flags.env, &request.env); !bad.empty()) {
     PrintError(bad);
     return refused;

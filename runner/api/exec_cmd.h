@@ -16,6 +16,7 @@ int RunCallCommand(const GlobalOptions& global, const std::string& json_arg);
 struct ExecFlags {
   std::string host, security, ask, workdir;
   bool elevated = false;
+  bool wait = false;             // --wait: wait for an operator's approval, then run
   std::vector<std::string> env;  // K=V
   double timeout = -1;           // < 0: not given
   long long yield_ms = -1;       // < 0: not given

@@ -14,10 +14,12 @@
 #include "runner/config/approvals_file.h"
 #include "runner/config/config.h"
 #include "runner/config/ids.h"
+#include "runner/config/session_state.h"
 #include "runner/config/state_dir.h"
 #include "runner/policy/env_policy.h"
 #include "runner/policy/env_strip.h"
 #include "runner/policy/sandbox_spec.h"
+#include "runner/policy/session_overrides.h"
 #include "sandbox/base/strings.h"
 #include "sandbox/executors/host/login_path.h"
 #include "sandbox/harden/container_preset.h"
@@ -207,6 +209,12 @@ std::unique_ptr<LoadedCall> LoadExecInputs(const GlobalOptions& global,
     ctx.caller.sender = UserName(static_cast<uid_t>(ctx.caller.uid));
   }
   ctx.state_dir = *state_dir;
+  // What an operator set for this session (`/exec`, `/elevated`, the session API) applies to
+  // every call of it (policy/session_overrides.h); an unreadable state file refuses the call.
+  auto session = config::LoadSessionState(config::SessionStatePath(*state_dir, caller.tenant),
+                                          caller.agent_id, caller.session_key);
+  if (!session) return fail(Error::Refusal("invalid-config", session.error().ToString()));
+  policy::ApplySessionState(*session, &call->settings, &ctx.caller);
   // A tenant's workspace is made here for `policy check` too: the verdict must be exec's.
   auto workspace = CallWorkspaceDir(global, caller, settings, *state_dir);
   if (!workspace) {

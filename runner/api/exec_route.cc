@@ -80,6 +80,7 @@ class ClientControl {
   }
   void Cancel() {
     std::lock_guard<std::mutex> lock(mu_);
+    token_.Cancel();  // also ends a wait for an approval
     cancelled_ = true;
     if (run_ != nullptr) run_->Cancel();
     cv_.notify_all();
@@ -88,6 +89,7 @@ class ClientControl {
     std::lock_guard<std::mutex> lock(mu_);
     return cancelled_;
   }
+  const CancelToken* token() const { return &token_; }
   // Stdin bytes (or EOF when `eof`): waits until the run exists (the client's later frames
   // wait with it, so a client cannot make the server buffer its stdin), dropped after it ended.
   void Stdin(const std::string& data, bool eof) {
@@ -106,6 +108,7 @@ class ClientControl {
   std::mutex mu_;
   std::condition_variable cv_;
   ForegroundRun* run_ = nullptr;  // guarded by mu_
+  CancelToken token_;
   bool cancelled_ = false;
   bool finished_ = false;
 };
@@ -200,7 +203,16 @@ void ServeExecStream(const HttpRequestInfo& request, UpgradedConnection& conn,
     reader.join();
     return;
   }
-  ExecToolResult result = runtime.ExecForeground(who, exec_request, std::move(run_foreground));
+  // `--wait`: the client's stderr says what it waits for and how an operator answers.
+  auto on_wait = [&](const ExecToolResult& pending) {
+    const std::string slug = pending.approval_id.substr(0, 8);
+    (void)connection.Send('R', "sandrun: waiting for an operator to approve " +
+                                   pending.approval_id + " (sandrun approvals approve " + slug +
+                                   " allow-once|deny); Ctrl-C stops waiting, the approval stays "
+                                   "pending\n");
+  };
+  ExecToolResult result = runtime.ExecForeground(who, exec_request, std::move(run_foreground),
+                                                 control.token(), on_wait);
   control.Detach();  // a run that never started: stdin frames are dropped from now on
   ExecReport report = ReportExec(result, control.cancelled() ? SIGTERM : 0);
   // The caller's stderr is not this server's: what the config loaders said goes to it too.

@@ -39,6 +39,8 @@ ExecReport ReportError(const Error& error, bool internal) {
     r.exit_code = kExecExitInternal;
   } else if (code == "sandbox-unavailable") {
     r.exit_code = kExecExitUnavailable;
+  } else if (code == "approval-pending") {
+    r.exit_code = kExecExitApprovalPending;  // --wait with no server to wait through
   } else {
     r.exit_code = kExecExitRefused;
   }

@@ -108,6 +108,31 @@ exec::HostExecutor::Options HostExecutorOptions(const GlobalOptions& global,
 
 namespace {
 
+// The approval an operator decides for an ask verdict `d` (registered, or restored after a
+// restart).
+PendingApproval MakePending(const policy::ExecDecision& d, const policy::Caller& caller,
+                            const policy::ExecRequest& request,
+                            const config::AgentSettings& settings, const std::string& tenant) {
+  const exec::Plan& plan = d.gated->plan;
+  PendingApproval pending;
+  pending.timeout_ms = settings.exec.approval_timeout_ms;
+  pending.tenant = tenant;
+  pending.caller = caller;
+  // "node" stays "node" although the plan runs on the gateway.
+  pending.host = plan.target == exec::Target::kSandbox ? exec::TargetName(plan.target)
+                                                       : HostName(d.gated->decision.effective_host);
+  pending.command = request.command;
+  pending.gated = *d.gated;
+  pending.verdict = *d.approvals;
+  pending.notify_on_exit = settings.exec.notify_on_exit;
+  pending.notify_on_exit_empty_success = settings.exec.notify_on_exit_empty_success;
+  pending.running_notice_ms = settings.exec.approval_running_notice_ms;
+  policy::ExecRequest recorded = request;
+  recorded.wait = false;
+  pending.request_json = ExecRequestToJson(recorded);
+  return pending;
+}
+
 // The call once its inputs are loaded: decide, then act on the verdict.
 ExecToolResult RunLoadedCall(std::unique_ptr<LoadedCall> call, const policy::Caller& caller,
                              const policy::ExecRequest& request, const exec::LiveSink& live,
@@ -147,16 +172,9 @@ ExecToolResult RunLoadedCall(std::unique_ptr<LoadedCall> call, const policy::Cal
   }
   if (d.verdict == policy::ExecVerdict::kAsk) {
     if (background_available && services.approvals != nullptr) {
-      PendingApproval pending;
-      pending.timeout_ms = settings.exec.approval_timeout_ms;
-      pending.tenant = services.tenant;
-      pending.caller = caller;
-      pending.host = host_name;
-      pending.command = request.command;
-      pending.gated = gated;
-      pending.verdict = *d.approvals;
-      pending.notify_on_exit = settings.exec.notify_on_exit;
-      pending.notify_on_exit_empty_success = settings.exec.notify_on_exit_empty_success;
+      PendingApproval pending = MakePending(d, caller, request, settings, services.tenant);
+      pending.principal_json = services.principal_json;
+      pending.wait = request.wait;
       PendingApproval registered = services.approvals->Register(std::move(pending));
       ExecToolResult result;
       result.pending = true;
@@ -166,16 +184,37 @@ ExecToolResult RunLoadedCall(std::unique_ptr<LoadedCall> call, const policy::Cal
       result.json =
           RenderApprovalPending({registered.id, registered.expires_ms, host_name, request.command,
                                  plan.cwd, d.allowed_decisions, plan.warnings});
-      return result;
+      if (!request.wait) return result;
+      if (services.on_wait) services.on_wait(result);
+      ApprovalBroker::Handoff h = services.approvals->Await(registered.id, cancel);
+      if (!h.resolved) return result;  // the caller went away or the server stops: still pending
+      if (!h.approved) return Refused("denied", h.text);
+      plan.command = h.command;
+      if (cancel != nullptr && cancel->cancelled()) {
+        // Approved as the caller left: it runs in the background, as an unwaited approval does.
+        auto id = StartBackgroundSession(services, caller, plan,
+                                         {request.command, settings.exec.notify_on_exit,
+                                          settings.exec.notify_on_exit_empty_success});
+        if (!id) return Refused(exec::UnavailableWire(plan.target), id.error().ToString());
+        return result;
+      }
+    } else if (request.wait) {
+      return Refused("approval-pending",
+                     "exec needs an operator's approval (" + d.reason +
+                         ") and --wait waits for one only through a server: start `sandrun "
+                         "serve` and run the command again (nothing was run)");
+    } else {
+      // No route to an operator (the one-shot CLI): askFallback decides now.
+      if (!d.fallback.approved) {
+        return Refused("approval-required",
+                       policy::HeadlessDenial(*d.approvals, d.fallback.reason));
+      }
+      plan.command = d.fallback.command;
+      plan.warnings.push_back(std::string("Warning: approval needed (") + d.reason +
+                              ") but no operator can answer without `sandrun serve`; "
+                              "askFallback=" +
+                              policy::SecurityName(d.approvals->ask_fallback) + " allowed it.");
     }
-    // No route to an operator (the one-shot CLI): askFallback decides now.
-    if (!d.fallback.approved) {
-      return Refused("approval-required", policy::HeadlessDenial(*d.approvals, d.fallback.reason));
-    }
-    plan.command = d.fallback.command;
-    plan.warnings.push_back(std::string("Warning: approval needed (") + d.reason +
-                            ") but no operator can answer without `sandrun serve`; askFallback=" +
-                            policy::SecurityName(d.approvals->ask_fallback) + " allowed it.");
   } else if (d.approvals) {
     plan.command = d.command;
   }
@@ -256,6 +295,22 @@ ExecToolResult RunLoadedCall(std::unique_ptr<LoadedCall> call, const policy::Cal
 }
 
 }  // namespace
+
+Result<PendingApproval> RebuildPendingApproval(const GlobalOptions& global,
+                                               const policy::Caller& caller,
+                                               const policy::ExecRequest& request,
+                                               const std::string& tenant) {
+  std::unique_ptr<LoadedCall> call = LoadExecInputs(global, caller, request, Purpose::kExec);
+  if (call->failure) return *call->failure;
+  policy::ExecDecision d = policy::DecideExec(request, call->inputs);
+  if (d.verdict != policy::ExecVerdict::kAsk && d.verdict != policy::ExecVerdict::kNeedsReview) {
+    return Error::Refusal("conflict",
+                          std::string("under the config in force the call is no longer one an "
+                                      "operator decides (") +
+                              policy::ExecVerdictName(d.verdict) + ": " + d.reason + ")");
+  }
+  return MakePending(d, caller, request, call->settings, tenant);
+}
 
 ExecToolResult RunExecTool(const GlobalOptions& global, const policy::Caller& caller,
                            const policy::ExecRequest& request, const exec::LiveSink& live,

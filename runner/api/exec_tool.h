@@ -29,6 +29,8 @@ class ExecutorRegistry;
 namespace sandrun::api {
 
 class ApprovalBroker;
+struct ExecToolResult;
+struct PendingApproval;
 
 // Runs a plan in the foreground the caller's way (its stdin, its cancel, its stream). An Error
 // means nothing started.
@@ -54,6 +56,12 @@ struct ExecServices {
   // gateway): the audit's decision line is written before anything runs. An error: nothing
   // runs and the call fails (internal).
   std::function<Status(const std::string& host)> on_run;
+  // Who makes the call, as the runtime records it with a pending approval (a restart decides
+  // the call again in that name; see approval_restore.h).
+  std::string principal_json;
+  // A call that waits for its approval (`"wait": true`) is told so first, with the
+  // approval-pending result (the exec stream shows the operator's command on stderr).
+  std::function<void(const ExecToolResult& pending)> on_wait;
 };
 
 struct ExecToolResult {
@@ -100,5 +108,13 @@ struct BackgroundRun {
 };
 Result<std::string> StartBackgroundSession(ExecServices& services, const policy::Caller& caller,
                                            const exec::Plan& plan, const BackgroundRun& run);
+
+// After a restart: a recorded pending approval's call decided again under the config in force,
+// as the PendingApproval to restore (the caller sets its id and times from the record). An error
+// says why it cannot be kept: loading failed, or the call is no longer one an operator decides.
+Result<PendingApproval> RebuildPendingApproval(const GlobalOptions& global,
+                                               const policy::Caller& caller,
+                                               const policy::ExecRequest& request,
+                                               const std::string& tenant);
 
 }  // namespace sandrun::api

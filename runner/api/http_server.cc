@@ -52,6 +52,8 @@ int Hex(char c) {
   return -1;
 }
 
+}  // namespace
+
 std::string UrlDecode(std::string_view s) {
   std::string out;
   for (size_t i = 0; i < s.size(); ++i) {
@@ -64,6 +66,8 @@ std::string UrlDecode(std::string_view s) {
   }
   return out;
 }
+
+namespace {
 
 void ParseTarget(HttpRequestInfo& info) {
   size_t q = info.target.find('?');

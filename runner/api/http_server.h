@@ -41,12 +41,17 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "sandbox/base/result.h"
 
 namespace sandrun::api {
+
+// %XX escapes decoded, '+' read as a space (query strings; path segments of ids, which have
+// neither).
+std::string UrlDecode(std::string_view s);
 
 class Connection;
 class TlsContext;

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <optional>
 
+#include "runner/api/approval_broker.h"
+#include "runner/api/approvals_cmd.h"
 #include "runner/api/exec_approvals.h"
 #include "runner/api/exec_cmd.h"
 #include "runner/api/exec_inputs.h"
@@ -176,6 +178,7 @@ int RunPolicyCheckCommand(const GlobalOptions& global, const PolicyCheckFlags& f
   request.command = CommandFromWords(flags.command);
   if (!flags.host.empty()) request.host = flags.host;
   if (!flags.cwd.empty()) request.workdir = flags.cwd;
+  if (flags.elevated) request.elevated = true;
   if (std::string bad = ParseEnvFlags(flags.env, &request.env); !bad.empty()) {
     PrintError(bad);
     return kExitRefused;
@@ -270,20 +273,35 @@ int RunApprovalsCommand(const GlobalOptions& global, const ApprovalsFlags& flags
         path.c_str(), global.agent.c_str(), flags.pattern.c_str());
     return kExitOk;
   }
-  // list / allowlist-list: the file's allowlists, and the server's pending approvals.
+  if (flags.action == "show") return RunApprovalsShow(global, flags);
+  if (flags.action == "watch") return RunApprovalsWatch(global, flags);
+  // list / allowlist-list: the file's allowlists; list: the approvals too (the server's pending
+  // ones and its decision record; without a server, the record on disk).
   auto loaded = config::LoadApprovals(path);
   if (!loaded) {
     PrintError(loaded.error().ToString());
     return kExitRefused;
   }
   for (const auto& warning : loaded->warnings) PrintWarning(warning);
-  std::string pending = "[]";
-  if (flags.action == "list" && server) {
-    auto reply = RequestServer(socket, "GET", "/v1/approvals", "", global);
-    if (reply && reply->status == 200) {
-      auto doc = ParseJson(reply->body);
-      if (doc && doc->IsObject()) {
-        if (const auto* p = JsonMember(*doc, "pending")) pending = ToJson(*p);
+  std::string pending = "[]", decided = "[]";
+  if (flags.action == "list") {
+    std::string listed;
+    if (server) {
+      auto reply = RequestServer(socket, "GET", "/v1/approvals", "", global);
+      if (reply && reply->status == 200) listed = reply->body;
+    } else {
+      listed = RecordedApprovalsJson(*state_dir, "");
+    }
+    auto doc = ParseJson(listed.empty() ? "{}" : listed);
+    if (doc && doc->IsObject()) {
+      if (const auto* p = JsonMember(*doc, "pending")) pending = ToJson(*p);
+      if (const auto* d = JsonMember(*doc, "decided")) decided = ToJson(*d);
+      if (!flags.json) {
+        std::printf("%s", RenderApprovalsTable(*doc, UnixMillis()).c_str());
+        if (!server && pending != "[]") {
+          std::printf("(no server runs: pending approvals wait for `sandrun serve`)\n");
+        }
+        return kExitOk;
       }
     }
   }
@@ -298,8 +316,8 @@ int RunApprovalsCommand(const GlobalOptions& global, const ApprovalsFlags& flags
   std::string out = buffer.GetString();
   if (flags.action == "list") {
     out.pop_back();
-    out +=
-        ",\"server\":" + std::string(server ? "true" : "false") + ",\"pending\":" + pending + "}";
+    out += ",\"server\":" + std::string(server ? "true" : "false") + ",\"pending\":" + pending +
+           ",\"decided\":" + decided + "}";
   }
   std::printf("%s\n", out.c_str());
   return kExitOk;

@@ -28,6 +28,7 @@ struct PolicyCheckFlags {
   std::string cwd;                   // the command's workdir (relative to the workspace)
   std::vector<std::string> env;      // K=V
   std::vector<std::string> command;  // the words after "--", for CommandFromWords
+  bool elevated = false;             // as an `elevated: true` call
 };
 int RunPolicyCheckCommand(const GlobalOptions& global, const PolicyCheckFlags& flags);
 

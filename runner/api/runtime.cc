@@ -3,12 +3,14 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <map>
 #include <mutex>
 #include <variant>
 
 #include "runner/api/apply_patch_tool.h"
 #include "runner/api/approval_broker.h"
+#include "runner/api/approval_restore.h"
 #include "runner/api/audit_trail.h"
 #include "runner/api/exec_tool.h"
 #include "runner/api/metrics.h"
@@ -16,6 +18,7 @@
 #include "runner/api/quotas.h"
 #include "runner/api/sandbox_admin.h"
 #include "runner/api/server_client.h"
+#include "runner/api/session_admin.h"
 #include "runner/api/tool_call.h"
 #include "runner/config/config.h"
 #include "runner/config/ids.h"
@@ -115,6 +118,7 @@ struct Runtime::Impl {
                             ExecServices& call_services, const CancelToken* cancel) {
     bool started = false;
     const auto begin = std::chrono::steady_clock::now();
+    call_services.principal_json = PrincipalToJson(who);
     call_services.on_run = [&](const std::string& host) -> Status {
       SANDRUN_RETURN_IF_ERROR(audit->Started(who, request, host));
       started = true;
@@ -322,8 +326,26 @@ Result<std::unique_ptr<Runtime>> Runtime::Start(const GlobalOptions& global, Opt
       },
       [self](const std::string& tenant, const std::string& type, const std::string& json) {
         self->events->Publish(tenant, type, json);
+      },
+      ApprovalBroker::NowFn(),
+      [self](const PendingApproval& p, const std::string& session_id) {
+        auto session = self->manager->Find(
+            session_id, sessions::Scope{p.tenant, p.caller.agent_id, p.caller.session_key});
+        return session != nullptr && !session->finished();
       });
   impl->services.approvals = impl->broker.get();
+  // Approvals pending when the last run stopped: each call decided again in its asker's name.
+  RestoreReport restored = RestorePendingApprovals(
+      impl->state_dir, *impl->broker,
+      [self](const Principal& who, const policy::ExecRequest& request) {
+        return RebuildPendingApproval(self->GlobalFor(who), Impl::CallerFor(who), request,
+                                      who.tenant);
+      });
+  for (const auto& w : restored.warnings) PrintWarning(w);
+  if (restored.restored + restored.dropped > 0) {
+    std::fprintf(stderr, "sandrun: %d pending approvals restored, %d dropped\n", restored.restored,
+                 restored.dropped);
+  }
   return std::unique_ptr<Runtime>(new Runtime(std::move(impl)));
 }
 
@@ -375,7 +397,8 @@ RuntimeReply Runtime::Exec(const Principal& who, std::string_view body, const Ca
 }
 
 ExecToolResult Runtime::ExecForeground(const Principal& who, const policy::ExecRequest& request,
-                                       ForegroundFn run_foreground) {
+                                       ForegroundFn run_foreground, const CancelToken* cancel,
+                                       std::function<void(const ExecToolResult&)> on_wait) {
   ++requests_;
   const bool may_background =
       impl_->manager != nullptr && (request.background || request.yield_ms.has_value());
@@ -387,7 +410,8 @@ ExecToolResult Runtime::ExecForeground(const Principal& who, const policy::ExecR
   ExecServices call_services = impl_->services;
   call_services.tenant = who.tenant;
   call_services.run_foreground = std::move(run_foreground);
-  ExecToolResult result = impl_->RunAudited(who, request, call_services, nullptr);
+  call_services.on_wait = std::move(on_wait);
+  ExecToolResult result = impl_->RunAudited(who, request, call_services, cancel);
   for (const std::string& w : result.config_warnings) PrintWarning(w);
   if (result.refused) ++refused_;
   return result;
@@ -464,13 +488,47 @@ RuntimeReply Runtime::DecideApproval(const Principal& who, const std::string& id
                             "allow-always|deny\"}"));
   }
   const std::string decision = JsonString(*doc, "decision");
-  ApprovalBroker::Answer a = impl_->broker->Decide(id, decision, who.tenant);
+  ApprovalBroker::Answer a = impl_->broker->Decide(id, decision, who.tenant, OperatorName(who));
   if (a.status == 200) {
     // The full id (the operator may have given the slug).
     auto answered = ParseJson(a.json);
     impl_->audit->Approval(who, answered ? JsonString(*answered, "id", id) : id, decision);
   }
   return Count({a.status, a.json});
+}
+
+RuntimeReply Runtime::ShowApproval(const Principal& who, const std::string& id,
+                                   bool own_agent_only) {
+  if (!impl_->broker) return ServerRequired("Approvals are kept by the server");
+  ApprovalBroker::Answer a = impl_->broker->Show(id, who.tenant, own_agent_only ? who.agent : "");
+  return {a.status, a.json};
+}
+
+RuntimeReply Runtime::ListSessionStates(const Principal& who, const std::string& agent) {
+  return ::sandrun::api::ListSessionStates({impl_->global, impl_->state_dir, who}, agent);
+}
+
+RuntimeReply Runtime::ShowSessionState(const Principal& who, const std::string& agent,
+                                       const std::string& key) {
+  return ::sandrun::api::ShowSessionState({impl_->global, impl_->state_dir, who}, agent, key);
+}
+
+RuntimeReply Runtime::ChangeSessionState(const Principal& who, const std::string& agent,
+                                         const std::string& key, const std::string& action,
+                                         std::string_view body) {
+  const SessionAdminContext ctx{impl_->global, impl_->state_dir, who};
+  SessionChange change = action == "clear"       ? ClearSessionState(ctx, agent, key)
+                         : action == "directive" ? ApplySessionDirective(ctx, agent, key, body)
+                                                 : PatchSessionState(ctx, agent, key, body);
+  if (change.changed) {
+    impl_->events->Publish(who.tenant, "session.updated", change.event_json);
+  }
+  if (change.changed || change.reply.status != 200) {
+    impl_->audit->Operator(who, "session", action,
+                           agent + "/" + key + (change.changed ? " " + change.summary : ""),
+                           change.changed);
+  }
+  return Count(std::move(change.reply));
 }
 
 Status Runtime::Reload() {
@@ -538,7 +596,11 @@ int Runtime::recovered_finished() const { return impl_->recovered_finished; }
 int Runtime::recovered_lost() const { return impl_->recovered_lost; }
 const std::string& Runtime::state_dir() const { return impl_->state_dir; }
 
-void Runtime::CloseEvents() { impl_->events->Close(); }
+void Runtime::CloseEvents() {
+  impl_->events->Close();
+  // Calls waiting for an approval return now (it stays recorded for the next run).
+  if (impl_->broker) impl_->broker->Shutdown();
+}
 
 void Runtime::Shutdown() {
   if (impl_->broker) impl_->broker->Shutdown();

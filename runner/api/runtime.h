@@ -20,6 +20,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -108,8 +109,11 @@ class Runtime {
                     const CancelToken* cancel = nullptr);
   // One exec call whose foreground run the front end drives (the CLI's exec stream): a run not
   // asked to yield goes to `run_foreground`; background and yielding runs become sessions.
+  // `cancel` (the client went away) also ends a wait for an approval (`"wait": true`), which
+  // `on_wait` hears of first with the approval-pending result.
   ExecToolResult ExecForeground(const Principal& who, const policy::ExecRequest& request,
-                                ForegroundFn run_foreground);
+                                ForegroundFn run_foreground, const CancelToken* cancel = nullptr,
+                                std::function<void(const ExecToolResult&)> on_wait = {});
   RuntimeReply ApplyPatch(const Principal& who, std::string_view body);
   // The same call from a front end that built the request itself (`sandrun apply-patch`).
   ApplyPatchToolResult ApplyPatch(const Principal& who, const ApplyPatchRequest& request);
@@ -121,6 +125,20 @@ class Runtime {
   // Pending approvals of the principal's tenant, and an operator's decision on one (server only).
   RuntimeReply ListApprovals(const Principal& who);
   RuntimeReply DecideApproval(const Principal& who, const std::string& id, std::string_view body);
+  // One approval of the principal's tenant, pending or decided (status, decision, who, when);
+  // `own_agent_only` (an agent token): only the principal's agent's, others are unknown (404).
+  RuntimeReply ShowApproval(const Principal& who, const std::string& id,
+                            bool own_agent_only = false);
+  // Per-session exec state (session_admin.h), one-shot too (on the state files, no event).
+  // `action`: "patch" (body: the PATCH object), "clear", "directive" (body: {"text"}). A change
+  // is a session.updated event and an audit line. The front end lets only operators and admins
+  // call them.
+  RuntimeReply ListSessionStates(const Principal& who, const std::string& agent);
+  RuntimeReply ShowSessionState(const Principal& who, const std::string& agent,
+                                const std::string& key);
+  RuntimeReply ChangeSessionState(const Principal& who, const std::string& agent,
+                                  const std::string& key, const std::string& action,
+                                  std::string_view body);
   // The principal's tenant's sandbox containers, and removing one (sandbox_admin.h; server
   // only). The front end lets only operators and admins call them.
   RuntimeReply ListSandboxes(const Principal& who);

@@ -15,6 +15,7 @@
 #include <string>
 #include <thread>
 #include <variant>
+#include <vector>
 
 #include "runner/api/exec_inputs.h"
 #include "runner/api/exec_route.h"
@@ -98,6 +99,36 @@ std::variant<std::optional<uint64_t>, std::string> LastEventId(const HttpRequest
     id = id * 10 + static_cast<uint64_t>(c - '0');
   }
   return std::optional<uint64_t>(id);
+}
+
+// /v1/agents/{agent}/sessions[/{key}[/directive]]: the ids (percent-decoded; the runtime
+// checks them); nullopt for any other shape.
+struct SessionPath {
+  std::string agent;
+  std::string key;  // "" for the list
+  bool directive = false;
+};
+std::optional<SessionPath> ParseSessionPath(const std::string& path) {
+  std::vector<std::string> parts;
+  std::string_view rest = std::string_view(path).substr(std::string_view("/v1/agents/").size());
+  for (;;) {
+    size_t slash = rest.find('/');
+    parts.push_back(UrlDecode(rest.substr(0, slash)));
+    if (slash == std::string_view::npos) break;
+    rest.remove_prefix(slash + 1);
+  }
+  if (parts.size() < 2 || parts.size() > 4 || parts[1] != "sessions") return std::nullopt;
+  SessionPath out{parts[0], parts.size() > 2 ? parts[2] : "", false};
+  if (parts.size() == 4) {
+    if (parts[3] != "directive") return std::nullopt;
+    out.directive = true;
+  }
+  if (parts.size() > 2 && out.key.empty()) return std::nullopt;
+  return out;
+}
+
+HttpReply NoSuchRoute(const HttpRequestInfo& r) {
+  return JsonReply(404, RenderToolError("not-found", "no route for " + r.method + " " + r.path));
 }
 
 HttpServerLimits LimitsFrom(const config::ServerSettings& s) {
@@ -196,6 +227,31 @@ int RunServeCommand(const GlobalOptions& global, const ServeOptions& options) {
                        const std::string id = r.path.substr(std::string("/v1/approvals/").size());
                        return Reply(runtime.DecideApproval(who, id, r.body));
                      }));
+  server.RoutePrefix("GET", "/v1/approvals/",
+                     As(auth, [&](const HttpRequestInfo& r, const Principal& who) {
+                       const std::string id = r.path.substr(std::string("/v1/approvals/").size());
+                       // An agent token reads its own agent's approvals only.
+                       return Reply(runtime.ShowApproval(who, id, who.role == "agent"));
+                     }));
+  // Session state (session_admin.h): operators and admins only (ServerAuth).
+  auto sessions = [&](const char* method) {
+    return As(auth, [&runtime, method](const HttpRequestInfo& r, const Principal& who) {
+      auto at = ParseSessionPath(r.path);
+      const std::string m = method;
+      if (!at || at->directive != (m == "POST") || (at->key.empty() && m != "GET")) {
+        return NoSuchRoute(r);
+      }
+      if (m == "GET") {
+        return Reply(at->key.empty() ? runtime.ListSessionStates(who, at->agent)
+                                     : runtime.ShowSessionState(who, at->agent, at->key));
+      }
+      const char* action = m == "PATCH" ? "patch" : m == "DELETE" ? "clear" : "directive";
+      return Reply(runtime.ChangeSessionState(who, at->agent, at->key, action, r.body));
+    });
+  };
+  for (const char* method : {"GET", "PATCH", "DELETE", "POST"}) {
+    server.RoutePrefix(method, "/v1/agents/", sessions(method));
+  }
   server.Route("GET", "/v1/sandboxes", As(auth, [&](const HttpRequestInfo&, const Principal& who) {
                  return Reply(runtime.ListSandboxes(who));
                }));

@@ -37,11 +37,13 @@ HttpReply Unauthorized(const std::string& message, bool presented) {
   return reply;
 }
 
-// Listing and answering approvals and reading the metrics are an operator's.
+// Listing and answering approvals, session state and reading the metrics are an operator's.
+// An agent may read one approval (its own agent's: the runtime checks).
 bool NeedsOperator(const HttpRequestInfo& r) {
-  return r.path == "/v1/approvals" || r.path.rfind("/v1/approvals/", 0) == 0 ||
-         r.path == "/v1/sandboxes" || r.path.rfind("/v1/sandboxes/", 0) == 0 ||
-         r.path == "/metrics";
+  return r.path == "/v1/approvals" ||
+         (r.path.rfind("/v1/approvals/", 0) == 0 && r.method != "GET") ||
+         r.path.rfind("/v1/agents/", 0) == 0 || r.path == "/v1/sandboxes" ||
+         r.path.rfind("/v1/sandboxes/", 0) == 0 || r.path == "/metrics";
 }
 
 // The secret of `Authorization: Bearer <secret>`; nullopt when the header is absent, "" when it
@@ -167,8 +169,8 @@ std::variant<Principal, HttpReply> ServerAuth::Authorize(const HttpRequestInfo& 
   }
   if (identity->role == auth::Role::kAgent && NeedsOperator(r)) {
     return Refuse(403, "forbidden",
-                  "an agent token cannot manage approvals or sandboxes or read the metrics (it "
-                  "needs an operator or admin token)");
+                  "an agent token cannot manage approvals, sessions or sandboxes or read the "
+                  "metrics (it needs an operator or admin token)");
   }
   return who;
 }

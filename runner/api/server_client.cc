@@ -14,6 +14,7 @@
 
 #include "runner/api/exec_stream.h"
 #include "runner/api/tool_call.h"
+#include "runner/config/state_dir.h"
 #include "runner/wire/tool_result.h"
 #include "sandbox/base/json.h"
 #include "sandbox/os/unique_fd.h"
@@ -92,7 +93,7 @@ std::string RequestHead(const std::string& method, const std::string& path,
     if (value.empty() || value.find_first_of("\r\n") != std::string::npos) continue;
     head += name + ": " + value + "\r\n";
   }
-  if (method == "POST") {
+  if (method == "POST" || method == "PATCH" || body_size > 0) {
     head +=
         "Content-Type: application/json\r\nContent-Length: " + std::to_string(body_size) + "\r\n";
   }
@@ -112,6 +113,13 @@ bool ServerAnswers(const std::string& socket) {
   return reply && (reply->status == 200 || reply->status == 503);
 }
 
+std::string LiveServer(const GlobalOptions& global) {
+  auto state_dir = config::StateDirPath();
+  if (!state_dir) return "";
+  std::string socket = ServerSocketPath(global, *state_dir);
+  return ServerAnswers(socket) ? socket : "";
+}
+
 Result<ServerReply> RequestServer(const std::string& socket, const std::string& method,
                                   const std::string& path, const std::string& body,
                                   const GlobalOptions& global) {
@@ -121,6 +129,63 @@ Result<ServerReply> RequestServer(const std::string& socket, const std::string& 
   // Long: a poll may wait up to 2 minutes and a foreground exec for its whole timeout.
   return Exchange(socket, RequestHead(method, path, headers, body.size()) + body,
                   std::chrono::hours(24));
+}
+
+Status FollowEvents(const std::string& socket, const GlobalOptions& global,
+                    const std::atomic<bool>* stop, const EventFn& on_event) {
+  SANDRUN_ASSIGN_OR_RETURN(UniqueFd fd, ConnectTo(socket));
+  const std::string head =
+      RequestHead("GET", "/v1/events",
+                  {{"X-Sandrun-Agent", global.agent}, {"X-Sandrun-Session", global.session}}, 0);
+  if (::send(fd.get(), head.data(), head.size(), MSG_NOSIGNAL) !=
+      static_cast<ssize_t>(head.size())) {
+    return Error::FromErrno(errno, "writing to the server");
+  }
+  std::string in;
+  bool streaming = false;  // past a 200's headers
+  char buf[65536];
+  for (;;) {
+    if (stop != nullptr && stop->load()) return Ok();
+    pollfd p{fd.get(), POLLIN, 0};
+    int ready = ::poll(&p, 1, 200);
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready < 0) return Error::FromErrno(errno, "poll");
+    if (ready == 0) continue;
+    ssize_t n = ::recv(fd.get(), buf, sizeof buf, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Error::FromErrno(errno, "reading the server's events");
+    if (n == 0) {
+      if (streaming) return Ok();  // the server ended the stream (it stops)
+      size_t body = in.find("\r\n\r\n");
+      return Error(ErrorCode::kProtocol,
+                   "the server refused the event stream: " +
+                       (body == std::string::npos ? in : in.substr(body + 4)));
+    }
+    in.append(buf, static_cast<size_t>(n));
+    if (!streaming) {
+      size_t end = in.find("\r\n\r\n");
+      if (end == std::string::npos) continue;
+      if (in.rfind("HTTP/1.1 200", 0) != 0) continue;  // read the refusal to its end
+      streaming = true;
+      in.erase(0, end + 4);
+    }
+    for (size_t end; (end = in.find("\n\n")) != std::string::npos;) {
+      std::string type, data;
+      std::string_view block(in.data(), end);
+      while (!block.empty()) {
+        size_t nl = block.find('\n');
+        std::string_view line = block.substr(0, nl);
+        if (line.rfind("event: ", 0) == 0) type = line.substr(7);
+        if (line.rfind("data: ", 0) == 0) {
+          data += (data.empty() ? "" : "\n") + std::string(line.substr(6));
+        }
+        block = nl == std::string_view::npos ? std::string_view() : block.substr(nl + 1);
+      }
+      in.erase(0, end + 2);
+      if (type == "ping") continue;
+      if (!on_event(type, data)) return Ok();
+    }
+  }
 }
 
 Result<ServerReply> PostToServer(const std::string& socket, const std::string& path,

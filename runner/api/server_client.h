@@ -26,6 +26,17 @@ std::string ServerSocketPath(const GlobalOptions& global, const std::string& sta
 // to it and report its refusal, rather than running in-process behind its back.
 bool ServerAnswers(const std::string& socket);
 
+// The running server's socket, or "" when none answers (then a call runs in-process).
+std::string LiveServer(const GlobalOptions& global);
+
+// Follows GET /v1/events (server-sent events) until `on_event` returns false, `*stop` is set or
+// the server ends the stream: each event's type and data (its data lines joined by newlines).
+// Pings are not passed on; "ready" (the stream is open) is. An Error when the stream could not be
+// opened (with the server's refusal) or broke.
+using EventFn = std::function<bool(const std::string& type, const std::string& data)>;
+Status FollowEvents(const std::string& socket, const GlobalOptions& global,
+                    const std::atomic<bool>* stop, const EventFn& on_event);
+
 // POSTs `body` to `path` with the CLI's agent/session/workspace as headers.
 // Any method (GET /v1/approvals, ...); PostToServer is RequestServer with "POST".
 Result<ServerReply> RequestServer(const std::string& socket, const std::string& method,

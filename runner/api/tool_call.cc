@@ -80,6 +80,9 @@ Status ReadExecParams(const rapidjson::Value& obj, policy::ExecRequest& req) {
     } else if (key == "elevated") {
       SANDRUN_RETURN_IF_ERROR(expect("elevated", v.IsBool(), "a boolean"));
       req.elevated = v.GetBool();
+    } else if (key == "wait") {
+      SANDRUN_RETURN_IF_ERROR(expect("wait", v.IsBool(), "a boolean"));
+      req.wait = v.GetBool();
     } else if (key == "host") {
       if (!v.IsString()) {
         return Invalid(std::string("Invalid exec host value type ") + TypeName(v) +
@@ -240,6 +243,10 @@ std::string ExecRequestToJson(const policy::ExecRequest& r) {
   if (r.elevated) {
     w.Key("elevated");
     w.Bool(*r.elevated);
+  }
+  if (r.wait) {
+    w.Key("wait");
+    w.Bool(true);
   }
   w.EndObject();
   return std::string(buffer.GetString(), buffer.GetSize());

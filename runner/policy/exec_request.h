@@ -22,6 +22,9 @@ struct ExecRequest {
   std::optional<std::string> security;  // accepted and ignored (SPEC §3.6)
   std::optional<std::string> ask;       // may only tighten
   std::optional<std::string> node;
+  // sandrun's own: when the call needs an operator's approval, wait for the answer and run the
+  // approved command as this call (the server only; see ApprovalBroker::Await).
+  bool wait = false;
 };
 
 // Who is calling (SPEC §3.5): provider "cli" with the OS user as sender, or "api" with the
@@ -40,6 +43,9 @@ struct Caller {
   // tenants.<id>.hostExecution, filled in by the loader from the config: whether a non-empty
   // tenant may run on the gateway or a node, or ask for elevated (ignored for tenant "").
   bool host_execution = false;
+  // The session's `/exec host=` override (config::SessionState, filled in by the loader): the
+  // requested host of a call that names none, checked against tools.exec.host like one.
+  std::optional<std::string> session_host;
 };
 
 }  // namespace sandrun::policy

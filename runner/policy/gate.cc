@@ -36,7 +36,7 @@ Error InvalidRequest(std::string message) {
 std::optional<Error> CheckTenantHostExecution(const ExecRequest& request, const Decision& d,
                                               const Caller& caller) {
   if (caller.tenant.empty() || caller.host_execution) return std::nullopt;
-  const bool elevated = request.elevated.value_or(false);
+  const bool elevated = request.elevated.value_or(false) || d.elevated != ElevatedMode::kOff;
   if (!elevated && d.effective_host == Host::kSandbox) return std::nullopt;
   const std::string key = "tenants." + caller.tenant + ".hostExecution";
   const std::string what = elevated ? std::string("elevated execution")
@@ -248,6 +248,9 @@ Decision Decide(const config::AgentSettings& settings, const ExecRequest& reques
   std::optional<Error> host_error;
   if (requested) {
     d.requested_host = *requested;
+    // A session's /exec host stands in for a call that names none (checked the same way).
+    if (!d.requested_host && caller.session_host)
+      d.requested_host = ParseHost(*caller.session_host);
   } else {
     host_error = requested.error();
   }

@@ -204,7 +204,7 @@ class TenantServer : public SandrunHome {
       argv.push_back("-H");
       argv.push_back(h);
     }
-    if (method == "POST") {
+    if (method == "POST" || method == "PATCH") {
       argv.insert(argv.end(), {"-H", "Content-Type: application/json", "--data-binary", "@-"});
     }
     argv.push_back(Url(path));
