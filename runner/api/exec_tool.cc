@@ -16,6 +16,7 @@
 #include "runner/policy/env_strip.h"
 #include "runner/policy/gate.h"
 #include "runner/policy/preflight.h"
+#include "runner/policy/session_overrides.h"
 #include "runner/policy/tool_policy.h"
 #include "runner/sessions/manager.h"
 #include "runner/sessions/process_request.h"
@@ -150,6 +151,10 @@ ExecToolResult RunLoadedCall(std::unique_ptr<LoadedCall> call, const policy::Cal
   const config::AgentSettings& settings = call->settings;
   policy::GatedPlan& gated = *d.gated;
   exec::Plan& plan = gated.plan;
+  if (auto w = policy::SessionElevatedWarning(call->settings, call->inputs.ctx.caller,
+                                              request.elevated)) {
+    plan.warnings.push_back(*w);
+  }
   bool background_available = services.sessions != nullptr && d.background_allowed;
   // The approval's host: "node" stays "node" although the plan runs on the gateway.
   const std::string host_name = plan.target == exec::Target::kSandbox

@@ -46,6 +46,9 @@ struct Caller {
   // The session's `/exec host=` override (config::SessionState, filled in by the loader): the
   // requested host of a call that names none, checked against tools.exec.host like one.
   std::optional<std::string> session_host;
+  // The session's elevated level (off|on|ask|full) when one is set: a call whose gates refuse it
+  // is told so (a warning), not moved silently.
+  std::optional<std::string> session_elevated;
 };
 
 }  // namespace sandrun::policy

@@ -12,7 +12,26 @@ void ApplySessionState(const config::SessionState& state, config::AgentSettings*
   if (state.security) settings->exec.security = ParseSecurity(*state.security);
   if (state.ask) settings->exec.ask = ParseAsk(*state.ask);
   if (state.node) settings->exec.node = *state.node;
-  if (state.elevated) settings->elevated.default_level = *state.elevated;
+  if (state.elevated) {
+    settings->elevated.default_level = *state.elevated;
+    caller->session_elevated = *state.elevated;
+  }
+}
+
+std::optional<std::string> SessionElevatedWarning(const config::AgentSettings& settings,
+                                                  const Caller& caller,
+                                                  std::optional<bool> requested) {
+  if (!caller.session_elevated || *caller.session_elevated == "off") return std::nullopt;
+  if (requested.has_value() && !*requested) return std::nullopt;  // the call turned it off
+  const ElevatedGates gates = EvaluateElevatedGates(settings.elevated, caller);
+  if (gates.enabled && gates.allowed) return std::nullopt;
+  const std::string provider = caller.provider.empty() ? "<provider>" : caller.provider;
+  return "Warning: this session's elevated level (" + *caller.session_elevated +
+         ") does not apply to this call: " +
+         (gates.enabled ? "tools.elevated.allowFrom." + provider + " does not name sender \"" +
+                              caller.sender + "\""
+                        : std::string("tools.elevated.enabled is false")) +
+         "; it runs as configured.";
 }
 
 std::optional<Error> CheckSessionChange(const config::AgentSettings& settings, const Caller& caller,

@@ -20,6 +20,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 
 #include "runner/config/session_state.h"
 #include "runner/config/settings.h"
@@ -32,6 +33,13 @@ namespace sandrun::policy {
 // normalised ones config::SessionState holds.
 void ApplySessionState(const config::SessionState& state, config::AgentSettings* settings,
                        Caller* caller);
+
+// The warning of a call whose session has an elevated level (not off) the gates refuse for this
+// caller (the level then does not apply: OpenClaw's default mode is off unless enabled and
+// allowed), unless the call itself asked for elevated:false. nullopt when nothing to say.
+std::optional<std::string> SessionElevatedWarning(const config::AgentSettings& settings,
+                                                  const Caller& caller,
+                                                  std::optional<bool> requested);
 
 // Whether an operator may set `next` for `caller`'s session under `settings` (the agent's,
 // before any session state): nullopt, or the refusal:

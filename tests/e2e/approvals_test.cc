@@ -284,7 +284,7 @@ class Approvals : public SandrunHome {
   }
 
   std::vector<std::string> PendingIds() {
-    auto r = Sandrun({"approvals", "list"});
+    auto r = Sandrun({"approvals", "list", "--json"});
     EXPECT_EQ(r.exit_code, 0) << r.err;
     auto doc = Parsed(r.out);
     std::vector<std::string> ids;
@@ -1035,7 +1035,7 @@ TEST_F(Approvals, ApproveWithoutAServerIsRefused) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_TRUE(Contains(r.err, "no running server")) << r.err;
   EXPECT_TRUE(r.out.empty()) << r.out;
-  auto list = Sandrun({"approvals", "list"});
+  auto list = Sandrun({"approvals", "list", "--json"});
   EXPECT_EQ(list.exit_code, 0) << list.err;
   EXPECT_FALSE(JsonBool(Parsed(list.out), "server", true)) << list.out;
 }
