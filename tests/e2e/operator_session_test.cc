@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <filesystem>
 #include <string>
 
 #include "tests/e2e/tenant_server.h"
@@ -207,6 +208,7 @@ TEST_F(OperatorSessionTest, OverridesSurviveAServerRestart) {
   ASSERT_EQ(Request("PATCH", "/v1/agents/main/sessions/A", ops_, R"({"elevated":"full"})").status,
             200);
   StopServer();
+  std::filesystem::remove(log_);  // the new server's listening line, not the old one's
   StartTls();
   auto shown = Get("/v1/agents/main/sessions/A", ops_);
   ASSERT_EQ(shown.status, 200) << shown.body;
