@@ -20,71 +20,38 @@ std::string ResolvedJson(const PendingApproval& p, const std::string& decision, 
   rapidjson::StringBuffer buffer;
   JsonWriter w(buffer);
   w.StartObject();
-  auto str = [&](const char* key, const std::string& value) {
-    w.Key(key);
-    WriteJsonString(w, value);
-  };
-  str("id", p.id);
-  str("slug", ApprovalSlug(p.id));
-  str("decision", decision);
+  WriteJsonField(w, "id", p.id);
+  WriteJsonField(w, "slug", ApprovalSlug(p.id));
+  WriteJsonField(w, "decision", decision);
   w.Key("approved");
   w.Bool(approved);
-  if (!session_id.empty()) str("sessionId", session_id);
+  if (!session_id.empty()) WriteJsonField(w, "sessionId", session_id);
   if (p.wait && approved) {
     w.Key("waited");
     w.Bool(true);
   }
-  str("decidedBy", by);
-  str("tenant", p.tenant);
-  str("agentId", p.caller.agent_id);
-  str("sessionKey", p.caller.session_key);
-  str("text", text);
+  WriteJsonField(w, "decidedBy", by);
+  WriteJsonField(w, "tenant", p.tenant);
+  WriteJsonField(w, "agentId", p.caller.agent_id);
+  WriteJsonField(w, "sessionKey", p.caller.session_key);
+  WriteJsonField(w, "text", text);
   w.EndObject();
   return buffer.GetString();
 }
 
-void WritePending(JsonWriter& w, const PendingApproval& p) {
-  w.StartObject();
-  auto str = [&](const char* key, const std::string& value) {
-    w.Key(key);
-    WriteJsonString(w, value);
-  };
-  str("id", p.id);
-  str("slug", ApprovalSlug(p.id));
-  str("status", "pending");
-  str("command", p.command);
-  str("host", p.host);
-  str("cwd", p.gated.plan.cwd);
-  str("tenant", p.tenant);
-  str("agentId", p.caller.agent_id);
-  str("sessionKey", p.caller.session_key);
-  w.Key("createdAtMs");
-  w.Int64(p.created_ms);
-  w.Key("expiresAtMs");
-  w.Int64(p.expires_ms);
-  w.Key("allowedDecisions");
-  w.StartArray();
-  for (const std::string& d : p.verdict.allowed_decisions) WriteJsonString(w, d);
-  w.EndArray();
-  str("reason", p.verdict.reason);
-  w.EndObject();
-}
-
 // A record as the API shows it (without the request and principal it keeps for a restart).
-void WriteRecord(JsonWriter& w, const config::ApprovalRecord& r) {
+void WriteRecord(JsonWriter& w, const config::ApprovalRecord& r,
+                 const std::string* tenant = nullptr) {
   w.StartObject();
-  auto str = [&](const char* key, const std::string& value) {
-    w.Key(key);
-    WriteJsonString(w, value);
-  };
-  str("id", r.id);
-  str("slug", ApprovalSlug(r.id));
-  str("status", r.status);
-  str("command", r.command);
-  str("host", r.host);
-  str("cwd", r.cwd);
-  str("agentId", r.agent_id);
-  str("sessionKey", r.session_key);
+  WriteJsonField(w, "id", r.id);
+  WriteJsonField(w, "slug", ApprovalSlug(r.id));
+  WriteJsonField(w, "status", r.status);
+  WriteJsonField(w, "command", r.command);
+  WriteJsonField(w, "host", r.host);
+  WriteJsonField(w, "cwd", r.cwd);
+  WriteJsonField(w, "agentId", r.agent_id);
+  WriteJsonField(w, "sessionKey", r.session_key);
+  if (tenant != nullptr) WriteJsonField(w, "tenant", *tenant);
   w.Key("createdAtMs");
   w.Int64(r.created_ms);
   w.Key("expiresAtMs");
@@ -93,16 +60,39 @@ void WriteRecord(JsonWriter& w, const config::ApprovalRecord& r) {
   w.StartArray();
   for (const std::string& d : r.allowed_decisions) WriteJsonString(w, d);
   w.EndArray();
-  str("reason", r.reason);
+  WriteJsonField(w, "reason", r.reason);
   if (r.status != "pending") {
-    str("decision", r.decision);
-    str("decidedBy", r.decided_by);
+    WriteJsonField(w, "decision", r.decision);
+    WriteJsonField(w, "decidedBy", r.decided_by);
     w.Key("decidedAtMs");
     w.Int64(r.decided_ms);
-    if (!r.session_id.empty()) str("sessionId", r.session_id);
-    str("text", r.text);
+    if (!r.session_id.empty()) WriteJsonField(w, "sessionId", r.session_id);
+    WriteJsonField(w, "text", r.text);
   }
   w.EndObject();
+}
+
+// What the record of `p` says while it is pending (the request and principal kept).
+config::ApprovalRecord PendingRecordOf(const PendingApproval& p) {
+  config::ApprovalRecord r;
+  r.id = p.id;
+  r.status = "pending";
+  r.command = p.command;
+  r.host = p.host;
+  r.cwd = p.gated.plan.cwd;
+  r.agent_id = p.caller.agent_id;
+  r.session_key = p.caller.session_key;
+  r.created_ms = p.created_ms;
+  r.expires_ms = p.expires_ms;
+  r.allowed_decisions = p.verdict.allowed_decisions;
+  r.reason = p.verdict.reason;
+  r.request_json = p.request_json;
+  r.principal_json = p.principal_json;
+  return r;
+}
+
+void WritePending(JsonWriter& w, const PendingApproval& p) {
+  WriteRecord(w, PendingRecordOf(p), &p.tenant);
 }
 
 Result<config::ApprovalRecords> LoadRecords(const std::string& state_dir,
@@ -137,22 +127,11 @@ ApprovalBroker::~ApprovalBroker() { Shutdown(); }
 void ApprovalBroker::Record(const PendingApproval& p, const std::string& status,
                             const std::string& decision, const std::string& by,
                             const std::string& session_id, const std::string& text) {
-  config::ApprovalRecord r;
-  r.id = p.id;
-  r.status = status;
-  r.command = p.command;
-  r.host = p.host;
-  r.cwd = p.gated.plan.cwd;
-  r.agent_id = p.caller.agent_id;
-  r.session_key = p.caller.session_key;
-  r.created_ms = p.created_ms;
-  r.expires_ms = p.expires_ms;
-  r.allowed_decisions = p.verdict.allowed_decisions;
-  r.reason = p.verdict.reason;
-  if (status == "pending") {
-    r.request_json = p.request_json;
-    r.principal_json = p.principal_json;
-  } else {
+  config::ApprovalRecord r = PendingRecordOf(p);
+  if (status != "pending") {
+    r.status = status;
+    r.request_json.clear();  // decided: nothing re-runs it
+    r.principal_json.clear();
     r.decision = decision;
     r.decided_by = by;
     r.decided_ms = now_ms_();
@@ -445,16 +424,12 @@ void ApprovalBroker::FireNotices() {
     rapidjson::StringBuffer buffer;
     JsonWriter w(buffer);
     w.StartObject();
-    auto str = [&](const char* key, const std::string& value) {
-      w.Key(key);
-      WriteJsonString(w, value);
-    };
-    str("id", n.approval.id);
-    str("sessionId", n.session_id);
-    str("tenant", n.approval.tenant);
-    str("agentId", n.approval.caller.agent_id);
-    str("sessionKey", n.approval.caller.session_key);
-    str("text", RunningText(n.approval, n.session_id, n.command));
+    WriteJsonField(w, "id", n.approval.id);
+    WriteJsonField(w, "sessionId", n.session_id);
+    WriteJsonField(w, "tenant", n.approval.tenant);
+    WriteJsonField(w, "agentId", n.approval.caller.agent_id);
+    WriteJsonField(w, "sessionKey", n.approval.caller.session_key);
+    WriteJsonField(w, "text", RunningText(n.approval, n.session_id, n.command));
     w.EndObject();
     if (publish_) publish_(n.approval.tenant, "exec.running", buffer.GetString());
   }

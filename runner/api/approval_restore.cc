@@ -13,21 +13,17 @@ std::string PrincipalToJson(const Principal& who) {
   rapidjson::StringBuffer buffer;
   JsonWriter w(buffer);
   w.StartObject();
-  auto str = [&](const char* key, const std::string& value) {
-    w.Key(key);
-    WriteJsonString(w, value);
-  };
-  str("tenant", who.tenant);
-  str("role", who.role);
-  str("tokenName", who.token_name);
-  str("agent", who.agent);
-  str("session", who.session);
-  str("workspaceRoot", who.workspace_root);
-  str("provider", who.provider);
-  str("sender", who.sender);
+  WriteJsonField(w, "tenant", who.tenant);
+  WriteJsonField(w, "role", who.role);
+  WriteJsonField(w, "tokenName", who.token_name);
+  WriteJsonField(w, "agent", who.agent);
+  WriteJsonField(w, "session", who.session);
+  WriteJsonField(w, "workspaceRoot", who.workspace_root);
+  WriteJsonField(w, "provider", who.provider);
+  WriteJsonField(w, "sender", who.sender);
   w.Key("uid");
   w.Int64(who.uid);
-  str("cwd", who.cwd);
+  WriteJsonField(w, "cwd", who.cwd);
   w.EndObject();
   return buffer.GetString();
 }

@@ -18,14 +18,46 @@
 namespace sandrun::api {
 namespace {
 
-// One line, at most `width` characters: control characters become spaces.
-std::string OneLine(std::string text, size_t width = 60) {
-  for (char& c : text) {
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
+// One line, at most `width` bytes, safe for a terminal: a command's text is the agent's, so C0
+// controls and DEL become spaces and C1 controls (U+0080-U+009F as UTF-8, or raw bytes
+// 0x80-0x9F outside a UTF-8 sequence, which 8-bit terminals read as CSI/OSC) become '?'.
+}  // namespace
+
+std::string TerminalLine(const std::string& text, size_t width) {
+  std::string out;
+  size_t continuation = 0;  // bytes still expected of a UTF-8 sequence
+  for (size_t i = 0; i < text.size(); ++i) {
+    const auto b = static_cast<unsigned char>(text[i]);
+    if (continuation > 0 && b >= 0x80 && b <= 0xBF) {
+      out.push_back(text[i]);
+      --continuation;
+      continue;
+    }
+    continuation = 0;
+    if (b < 0x20 || b == 0x7f) {
+      out.push_back(' ');
+    } else if (b == 0xC2 && i + 1 < text.size() &&
+               static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
+               static_cast<unsigned char>(text[i + 1]) <= 0x9F) {
+      out.push_back('?');  // a C1 control as UTF-8
+      ++i;
+    } else if (b >= 0x80 && b <= 0xBF) {
+      out.push_back('?');  // a stray continuation byte (0x9B: an 8-bit CSI)
+    } else {
+      continuation = b >= 0xF0 ? 3 : b >= 0xE0 ? 2 : b >= 0xC0 ? 1 : 0;
+      out.push_back(text[i]);
+    }
   }
-  if (text.size() > width) text = text.substr(0, width - 3) + "...";
-  return text;
+  if (out.size() > width) {
+    size_t cut = width - 3;
+    // Not inside a UTF-8 sequence.
+    while (cut > 0 && (static_cast<unsigned char>(out[cut]) & 0xC0) == 0x80) --cut;
+    out = out.substr(0, cut) + "...";
+  }
+  return out;
 }
+
+namespace {
 
 std::string Duration(int64_t ms) {
   const int64_t s = std::max<int64_t>(0, ms / 1000);
@@ -98,12 +130,13 @@ std::string RenderApprovalsTable(const rapidjson::Value& list, int64_t now_ms, s
                 {"EXPIRES", 9},
                 {"COMMAND", 0}});
     for (const auto& p : pending->GetArray()) {
-      out += Row({{JsonString(p, "slug"), 10},
-                  {OneLine(JsonString(p, "agentId") + "/" + JsonString(p, "sessionKey"), 21), 22},
-                  {JsonString(p, "host"), 9},
-                  {Duration(now_ms - JsonInt(p, "createdAtMs")), 9},
-                  {Duration(JsonInt(p, "expiresAtMs") - now_ms), 9},
-                  {OneLine(JsonString(p, "command")), 0}});
+      out +=
+          Row({{JsonString(p, "slug"), 10},
+               {TerminalLine(JsonString(p, "agentId") + "/" + JsonString(p, "sessionKey"), 21), 22},
+               {JsonString(p, "host"), 9},
+               {Duration(now_ms - JsonInt(p, "createdAtMs")), 9},
+               {Duration(JsonInt(p, "expiresAtMs") - now_ms), 9},
+               {TerminalLine(JsonString(p, "command")), 0}});
     }
   }
   std::vector<const rapidjson::Value*> rows;
@@ -126,13 +159,14 @@ std::string RenderApprovalsTable(const rapidjson::Value& list, int64_t now_ms, s
                 {"AGENT/SESSION", 22},
                 {"COMMAND", 0}});
     for (const rapidjson::Value* r : rows) {
-      out += Row({{JsonString(*r, "slug"), 10},
-                  {JsonString(*r, "status"), 9},
-                  {JsonString(*r, "decision"), 13},
-                  {OneLine(JsonString(*r, "decidedBy"), 15), 16},
-                  {UtcTimestamp(JsonInt(*r, "decidedAtMs")), 21},
-                  {OneLine(JsonString(*r, "agentId") + "/" + JsonString(*r, "sessionKey"), 21), 22},
-                  {OneLine(JsonString(*r, "command")), 0}});
+      out += Row(
+          {{JsonString(*r, "slug"), 10},
+           {JsonString(*r, "status"), 9},
+           {JsonString(*r, "decision"), 13},
+           {TerminalLine(JsonString(*r, "decidedBy"), 15), 16},
+           {UtcTimestamp(JsonInt(*r, "decidedAtMs")), 21},
+           {TerminalLine(JsonString(*r, "agentId") + "/" + JsonString(*r, "sessionKey"), 21), 22},
+           {TerminalLine(JsonString(*r, "command")), 0}});
     }
   }
   return out;
@@ -169,7 +203,7 @@ int RunApprovalsWatch(const GlobalOptions& global, const ApprovalsFlags& flags) 
     std::printf("[%s] approval %s requested: %s/%s on %s: %s\n", UtcTimestamp(UnixMillis()).c_str(),
                 id.substr(0, 8).c_str(), JsonString(p, "agentId").c_str(),
                 JsonString(p, "sessionKey").c_str(), JsonString(p, "host").c_str(),
-                OneLine(JsonString(p, "command"), 200).c_str());
+                TerminalLine(JsonString(p, "command"), 200).c_str());
     std::fflush(stdout);
     if (interactive) Ask(socket, global, p);
   };
@@ -196,7 +230,7 @@ int RunApprovalsWatch(const GlobalOptions& global, const ApprovalsFlags& flags) 
         } else if (type == "approval.resolved" || type == "exec.running") {
           if (auto doc = ParseJson(data); doc && doc->IsObject()) {
             std::printf("[%s] %s\n", UtcTimestamp(UnixMillis()).c_str(),
-                        OneLine(JsonString(*doc, "text"), 400).c_str());
+                        TerminalLine(JsonString(*doc, "text"), 400).c_str());
             std::fflush(stdout);
           }
         }

@@ -23,6 +23,12 @@ namespace sandrun::api {
 std::string RenderApprovalsTable(const rapidjson::Value& list, int64_t now_ms,
                                  size_t max_decided = 20);
 
+// `text` as one line of at most `width` bytes that is safe to print on a terminal (a command's
+// text is the agent's): C0 controls and DEL become spaces, C1 controls (as UTF-8, or raw bytes
+// 0x80-0x9F outside a UTF-8 sequence, which 8-bit terminals read as CSI or OSC) become '?',
+// and a longer text is cut (not inside a UTF-8 sequence) and ends in "...".
+std::string TerminalLine(const std::string& text, size_t width = 60);
+
 int RunApprovalsShow(const GlobalOptions& global, const ApprovalsFlags& flags);
 int RunApprovalsWatch(const GlobalOptions& global, const ApprovalsFlags& flags);
 

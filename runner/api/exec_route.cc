@@ -70,6 +70,10 @@ class ClientControl {
     std::unique_lock<std::mutex> lock(mu_);
     run_ = run;
     if (cancelled_) run_->Cancel();
+    if (has_early_) (void)run_->WriteStdin(early_);
+    if (early_eof_) (void)run_->CloseStdin();
+    has_early_ = early_eof_ = false;
+    early_.clear();
     cv_.notify_all();
   }
   void Detach() {
@@ -90,10 +94,24 @@ class ClientControl {
     return cancelled_;
   }
   const CancelToken* token() const { return &token_; }
-  // Stdin bytes (or EOF when `eof`): waits until the run exists (the client's later frames
-  // wait with it, so a client cannot make the server buffer its stdin), dropped after it ended.
+  // Stdin bytes (or EOF when `eof`), dropped after the run ended. Before the run exists (it may
+  // wait for an operator's approval first) one data frame and the EOF are kept, so the reader
+  // goes on and a cancel frame still gets through; a second data frame waits until the run
+  // exists (the client's later frames wait with it): a client cannot make the server buffer
+  // more of its stdin than one frame.
   void Stdin(const std::string& data, bool eof) {
     std::unique_lock<std::mutex> lock(mu_);
+    if (run_ == nullptr && !finished_ && !cancelled_) {
+      if (eof) {
+        early_eof_ = true;
+        return;
+      }
+      if (!has_early_) {
+        early_ = data;
+        has_early_ = true;
+        return;
+      }
+    }
     cv_.wait(lock, [this] { return run_ != nullptr || finished_ || cancelled_; });
     if (run_ == nullptr) return;
     // Held while writing: Detach (after Wait) cannot free the run under us.
@@ -109,6 +127,9 @@ class ClientControl {
   std::condition_variable cv_;
   ForegroundRun* run_ = nullptr;  // guarded by mu_
   CancelToken token_;
+  std::string early_;  // the one data frame that came before the run (has_early_)
+  bool has_early_ = false;
+  bool early_eof_ = false;
   bool cancelled_ = false;
   bool finished_ = false;
 };

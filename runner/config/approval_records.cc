@@ -24,11 +24,7 @@ class Parser : public internal::ConfigReader {
 
   Result<ApprovalRecords> Parse(const Value& root) {
     ApprovalRecords out;
-    if (!root.IsObject()) return Expected("", "an object with \"version\": 1", root);
-    const Value* version = JsonMember(root, "version");
-    if (version == nullptr || !version->IsNumber() || version->GetDouble() != 1.0) {
-      return Fail("version", "expected \"version\": 1 (the only known version)");
-    }
+    SANDRUN_RETURN_IF_ERROR(ExpectVersion1(root));
     auto approvals = [&](const Value& v, const std::string& p) -> Status {
       if (!v.IsArray()) return Expected(p, "an array", v);
       for (rapidjson::SizeType i = 0; i < v.Size(); ++i) {
@@ -85,14 +81,7 @@ std::string ApprovalRecordsPath(const std::string& state_dir, const std::string&
 
 Result<ApprovalRecords> ParseApprovalRecords(std::string_view text, const std::string& path,
                                              std::vector<std::string>* warnings) {
-  SANDRUN_ASSIGN_OR_RETURN(std::optional<JsonFile> json, ParseJsonFile(text, path));
-  if (!json) return ApprovalRecords{};
-  Parser parser(json->lines);
-  Result<ApprovalRecords> records = parser.Parse(json->doc);
-  if (warnings != nullptr) {
-    for (std::string& w : parser.TakeWarnings()) warnings->push_back(std::move(w));
-  }
-  return records;
+  return internal::ParseWithReader<Parser, ApprovalRecords>(text, path, warnings);
 }
 
 std::string SerializeApprovalRecords(const ApprovalRecords& records) {

@@ -405,8 +405,33 @@ class ConfigReader {
             }};
   }
 
+  // The top of a versioned state file: an object with "version": 1.
+  Status ExpectVersion1(const Value& root) const {
+    if (!root.IsObject()) return Expected("", "an object with \"version\": 1", root);
+    const Value* version = JsonMember(root, "version");
+    if (version == nullptr || !version->IsNumber() || version->GetDouble() != 1.0) {
+      return Fail("version", "expected \"version\": 1 (the only known version)");
+    }
+    return Ok();
+  }
+
   const JsonLines& lines_;
   std::vector<std::string> warnings_;
 };
+
+// A state file's text read by a ConfigReader-derived `ParserT` (its `Parse(doc)` gives a T): an
+// empty text is T{}, the reader's warnings are appended to `warnings` (may be null).
+template <typename ParserT, typename T>
+Result<T> ParseWithReader(std::string_view text, const std::string& path,
+                          std::vector<std::string>* warnings) {
+  SANDRUN_ASSIGN_OR_RETURN(std::optional<JsonFile> json, ParseJsonFile(text, path));
+  if (!json) return T{};
+  ParserT parser(json->lines);
+  Result<T> out = parser.Parse(json->doc);
+  if (warnings != nullptr) {
+    for (std::string& w : parser.TakeWarnings()) warnings->push_back(std::move(w));
+  }
+  return out;
+}
 
 }  // namespace sandrun::config::internal

@@ -20,11 +20,7 @@ class Parser : public internal::ConfigReader {
 
   Result<SessionStates> Parse(const Value& root) {
     SessionStates out;
-    if (!root.IsObject()) return Expected("", "an object with \"version\": 1", root);
-    const Value* version = JsonMember(root, "version");
-    if (version == nullptr || !version->IsNumber() || version->GetDouble() != 1.0) {
-      return Fail("version", "expected \"version\": 1 (the only known version)");
-    }
+    SANDRUN_RETURN_IF_ERROR(ExpectVersion1(root));
     SANDRUN_RETURN_IF_ERROR(
         Members(root, "", {{"version", {}}, {"agents", [&](const Value& v, const std::string& p) {
                                                return Agents(v, p, &out);
@@ -105,14 +101,7 @@ std::string SessionStatePath(const std::string& state_dir, const std::string& te
 
 Result<SessionStates> ParseSessionStates(std::string_view text, const std::string& path,
                                          std::vector<std::string>* warnings) {
-  SANDRUN_ASSIGN_OR_RETURN(std::optional<JsonFile> json, ParseJsonFile(text, path));
-  if (!json) return SessionStates{};
-  Parser parser(json->lines);
-  Result<SessionStates> states = parser.Parse(json->doc);
-  if (warnings != nullptr) {
-    for (std::string& w : parser.TakeWarnings()) warnings->push_back(std::move(w));
-  }
-  return states;
+  return internal::ParseWithReader<Parser, SessionStates>(text, path, warnings);
 }
 
 std::string SerializeSessionStates(const SessionStates& states) {

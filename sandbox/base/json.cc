@@ -153,4 +153,9 @@ void WriteJsonString(JsonWriter& w, std::string_view s) {
   w.String(s.data(), static_cast<rapidjson::SizeType>(s.size()));
 }
 
+void WriteJsonField(JsonWriter& w, const char* key, std::string_view value) {
+  w.Key(key);
+  WriteJsonString(w, value);
+}
+
 }  // namespace sandrun

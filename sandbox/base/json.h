@@ -54,5 +54,7 @@ using JsonWriter = rapidjson::Writer<rapidjson::StringBuffer>;
 
 // A string value from any bytes (embedded NULs kept).
 void WriteJsonString(JsonWriter& w, std::string_view s);
+// A member `key`: `value` of the object being written.
+void WriteJsonField(JsonWriter& w, const char* key, std::string_view value);
 
 }  // namespace sandrun

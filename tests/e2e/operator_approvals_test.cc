@@ -4,12 +4,11 @@
 // "Exec running" notice arrives, `approvals list` renders the decision record, `approvals
 // watch` answers through a PTY, and `policy check --elevated --session` sees the session's level.
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/ioctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <chrono>
 #include <string>
@@ -22,6 +21,12 @@ namespace sandrun::testing {
 namespace {
 
 using namespace std::chrono_literals;
+
+size_t Occurrences(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
 
 // A sandrun child with stdout and stderr in files; Wait gives its exit code.
 class Child {
@@ -63,6 +68,9 @@ class Child {
       std::this_thread::sleep_for(10ms);
     }
     return -1;
+  }
+  void Signal(int sig) {
+    if (pid_ > 0) ::kill(pid_, sig);
   }
   std::string Out() const { return ReadWhole(out_); }
   std::string Err() const { return ReadWhole(err_); }
@@ -119,7 +127,8 @@ class OperatorApprovalsTest : public SandrunHome {
 TEST_F(OperatorApprovalsTest, ExecWaitReturnsTheApprovedCommandsOutputAndExitCode) {
   StartServer();
   AskingSession();
-  Child waiting({"--workspace", workspace_, "--session", "B", "exec", "--wait", "--", "echo approved-out; exit 7"},
+  Child waiting({"--workspace", workspace_, "--session", "B", "exec", "--wait", "--",
+                 "echo approved-out; exit 7"},
                 Env(), home_ + "/wait.out", home_ + "/wait.err");
   const std::string id = AwaitPending();
   ASSERT_FALSE(id.empty());
@@ -143,6 +152,47 @@ TEST_F(OperatorApprovalsTest, ExecWaitReturnsTheApprovedCommandsOutputAndExitCod
   EXPECT_EQ(denied.Wait(30s), 125) << denied.Err();
   EXPECT_NE(denied.Err().find("user-denied"), std::string::npos) << denied.Err();
   EXPECT_FALSE(std::filesystem::exists(marks_ + "/denied-ran"));
+}
+
+TEST_F(OperatorApprovalsTest, ACallWithWaitTrueAnswersWithTheApprovedRunsResult) {
+  StartServer();
+  AskingSession();
+  Child call({"--workspace", workspace_, "--session", "B", "call",
+              R"({"tool":"exec","command":"echo approved-call","wait":true})"},
+             Env(), home_ + "/call.out", home_ + "/call.err");
+  const std::string id = AwaitPending();
+  ASSERT_EQ(Sandrun({"approvals", "approve", id, "allow-once"}).exit_code, 0);
+  ASSERT_EQ(call.Wait(30s), 0) << call.Err();
+  auto doc = Parsed(call.Out());
+  EXPECT_EQ(Details(doc, "status"), "completed") << call.Out();
+  EXPECT_NE(call.Out().find("approved-call"), std::string::npos) << call.Out();
+}
+
+TEST_F(OperatorApprovalsTest, AWaiterThatLeavesLeavesItPendingAndItRunsOnceInTheBackground) {
+  StartServer();
+  AskingSession();
+  Child waiting({"--workspace", workspace_, "--session", "B", "exec", "--wait", "--",
+                 "echo run >> " + marks_ + "/runs"},
+                Env(), home_ + "/left.out", home_ + "/left.err");
+  const std::string id = AwaitPending();
+  for (int i = 0; i < 500 && ReadWhole(home_ + "/left.err").find("waiting") == std::string::npos;
+       ++i) {
+    std::this_thread::sleep_for(10ms);
+  }
+  waiting.Signal(SIGINT);  // Ctrl-C: it stops waiting, the approval stays
+  EXPECT_EQ(waiting.Wait(10s), 122) << waiting.Err();
+  EXPECT_NE(Show(id).find(R"("status":"pending")"), std::string::npos);
+  auto approved = Sandrun({"approvals", "approve", id, "allow-once"});
+  ASSERT_EQ(approved.exit_code, 0) << approved.out;
+  EXPECT_NE(approved.out.find(R"("sessionId":")"), std::string::npos) << approved.out;
+  for (int i = 0; i < 500 && ReadWhole(marks_ + "/runs").empty(); ++i) {
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_EQ(ReadWhole(marks_ + "/runs"), "run\n");
+  // Once: one background session of the session's scope ran it, nothing else did.
+  auto sessions = Sandrun({"--session", "B", "process", "list"});
+  ASSERT_EQ(sessions.exit_code, 0) << sessions.err;
+  EXPECT_EQ(Occurrences(sessions.out, "echo run >>"), 1u) << sessions.out << approved.out;
 }
 
 TEST_F(OperatorApprovalsTest, WithoutWaitAPendingApprovalExits122WithItsId) {
@@ -299,9 +349,8 @@ TEST_F(OperatorApprovalsTest, ApprovalsWatchWithoutATerminalOnlyReports) {
   }
   ASSERT_EQ(Sandrun({"--session", "B", "exec", "--", "echo quiet"}).exit_code, 122);
   const std::string id = AwaitPending();
-  for (int i = 0; i < 500 && ReadWhole(home_ + "/watch.out").find(id.substr(0, 8)) ==
-                                 std::string::npos;
-       ++i) {
+  for (int i = 0;
+       i < 500 && ReadWhole(home_ + "/watch.out").find(id.substr(0, 8)) == std::string::npos; ++i) {
     std::this_thread::sleep_for(10ms);
   }
   EXPECT_NE(ReadWhole(home_ + "/watch.out").find("approval " + id.substr(0, 8) + " requested"),
@@ -339,8 +388,7 @@ TEST_F(OperatorApprovalsTest, SessionCommandRefusesBadInputAndChangesNothing) {
   EXPECT_NE(host.out.find("host-not-allowed"), std::string::npos) << host.out;
   auto list = Sandrun({"session", "list"});
   EXPECT_EQ(list.exit_code, 0);
-  EXPECT_NE(list.out.find("no session of agent main has overrides"), std::string::npos)
-      << list.out;
+  EXPECT_NE(list.out.find("no session of agent main has overrides"), std::string::npos) << list.out;
   ASSERT_EQ(Sandrun({"session", "set", "A", "--elevated", "ask", "--ask", "on-miss"}).exit_code, 0);
   list = Sandrun({"session", "list"});
   EXPECT_NE(list.out.find("on-miss"), std::string::npos) << list.out;

@@ -193,9 +193,9 @@ TEST_F(OperatorSessionTest, ConfigAndTenancyBoundWhatAnOperatorMaySet) {
   auto cleared = Request("PATCH", "/v1/agents/main/sessions/A", ops_, R"({"elevated":null})");
   ASSERT_EQ(cleared.status, 200) << cleared.body;
   EXPECT_EQ(JsonString(cleared.json(), "elevated"), "");
-  ASSERT_EQ(Request("PATCH", "/v1/agents/main/sessions/A", ops_, R"({"exec":{"ask":"always"}})")
-                .status,
-            200);
+  ASSERT_EQ(
+      Request("PATCH", "/v1/agents/main/sessions/A", ops_, R"({"exec":{"ask":"always"}})").status,
+      200);
   auto deleted = Request("DELETE", "/v1/agents/main/sessions/A", ops_);
   ASSERT_EQ(deleted.status, 200) << deleted.body;
   EXPECT_NE(deleted.body.find(R"("exec":{})"), std::string::npos) << deleted.body;

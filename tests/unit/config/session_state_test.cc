@@ -1,5 +1,7 @@
 // The session state file and the approvals record (issue 15): strict reading with FILE:LINE:COL
 // errors, round trips, the one writer's rules (empty states dropped, decided records bounded).
+#include "runner/config/session_state.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -7,7 +9,6 @@
 #include <string>
 
 #include "runner/config/approval_records.h"
-#include "runner/config/session_state.h"
 #include "tests/support/temp_dir.h"
 
 namespace sandrun::config {
@@ -52,32 +53,30 @@ class SessionStateRejects : public ::testing::TestWithParam<Bad> {};
 TEST_P(SessionStateRejects, WithWhereAndWhy) {
   auto s = Parse(GetParam().text);
   ASSERT_FALSE(s) << GetParam().text;
-  EXPECT_NE(s.error().ToString().find(GetParam().needle), std::string::npos) << s.error().ToString();
+  EXPECT_NE(s.error().ToString().find(GetParam().needle), std::string::npos)
+      << s.error().ToString();
   EXPECT_NE(s.error().ToString().find("session-state.json:"), std::string::npos);
 }
 INSTANTIATE_TEST_SUITE_P(
     Table, SessionStateRejects,
-    ::testing::Values(Bad{R"([])", "version"}, Bad{R"({"agents":{}})", "version"},
-                      Bad{R"({"version":2,"agents":{}})", "version"},
-                      Bad{R"({"version":1,"agents":[]})", "agents"},
-                      Bad{R"({"version":1,"agents":{"../x":{}}})", "agent id"},
-                      Bad{R"({"version":1,"agents":{"main":{"a/b":{}}}})", "session key"},
-                      Bad{R"({"version":1,"agents":{"main":{"A":{"exec":{"host":"bogus"}}}}})",
-                          "host"},
-                      Bad{R"({"version":1,"agents":{"main":{"A":{"exec":{"security":"all"}}}}})",
-                          "security"},
-                      Bad{R"({"version":1,"agents":{"main":{"A":{"elevated":"yes"}}}})",
-                          "elevated"},
-                      Bad{R"({"version":1,"agents":{"main":{"A":{"elevated":true}}}})", "elevated"},
-                      Bad{R"({"version":1,"agents":{"main":{"A":{"exec":{"node":"  "}}}}})", "node"},
-                      Bad{R"({"version":1,"agents":{"main":{"A":{"updatedAtMs":"x"}}}})",
-                          "updatedAtMs"},
-                      Bad{R"({"version":1, "agents":{"main":{"A":)", ""}));
+    ::testing::Values(
+        Bad{R"([])", "version"}, Bad{R"({"agents":{}})", "version"},
+        Bad{R"({"version":2,"agents":{}})", "version"},
+        Bad{R"({"version":1,"agents":[]})", "agents"},
+        Bad{R"({"version":1,"agents":{"../x":{}}})", "agent id"},
+        Bad{R"({"version":1,"agents":{"main":{"a/b":{}}}})", "session key"},
+        Bad{R"({"version":1,"agents":{"main":{"A":{"exec":{"host":"bogus"}}}}})", "host"},
+        Bad{R"({"version":1,"agents":{"main":{"A":{"exec":{"security":"all"}}}}})", "security"},
+        Bad{R"({"version":1,"agents":{"main":{"A":{"elevated":"yes"}}}})", "elevated"},
+        Bad{R"({"version":1,"agents":{"main":{"A":{"elevated":true}}}})", "elevated"},
+        Bad{R"({"version":1,"agents":{"main":{"A":{"exec":{"node":"  "}}}}})", "node"},
+        Bad{R"({"version":1,"agents":{"main":{"A":{"updatedAtMs":"x"}}}})", "updatedAtMs"},
+        Bad{R"({"version":1, "agents":{"main":{"A":)", ""}));
 
 TEST(SessionStateFile, UnknownKeysAreWarnedAbout) {
   std::vector<std::string> warnings;
-  auto s = Parse(R"({"version":1,"agents":{"main":{"A":{"elevated":"on","color":"red"}}}})",
-                 &warnings);
+  auto s =
+      Parse(R"({"version":1,"agents":{"main":{"A":{"elevated":"on","color":"red"}}}})", &warnings);
   ASSERT_TRUE(s);
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_NE(warnings[0].find("color"), std::string::npos);
@@ -115,8 +114,8 @@ TEST(SessionStateFile, ACorruptFileIsKeptAsideNotTreatedAsEmpty) {
   TempDir dir("session-state");
   const std::string path = SessionStatePath(dir.path(), "");
   std::ofstream(path) << "{\"version\":1,\"agents\":{\"main\":{\"A\":{\"elevated\":\"maybe\"}}}}";
-  std::filesystem::permissions(path, std::filesystem::perms::owner_read |
-                                         std::filesystem::perms::owner_write);
+  std::filesystem::permissions(
+      path, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
   auto loaded = LoadSessionState(path, "main", "A");
   ASSERT_FALSE(loaded);
   EXPECT_NE(loaded.error().ToString().find(".corrupt-"), std::string::npos);

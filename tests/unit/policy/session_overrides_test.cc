@@ -1,5 +1,7 @@
 // A session's exec state in the decision (issue 15): what each override does, through the same
 // Decide the exec path and `policy check` use, and which changes an operator may not make.
+#include "runner/policy/session_overrides.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
@@ -7,7 +9,6 @@
 #include "runner/config/session_state.h"
 #include "runner/config/settings.h"
 #include "runner/policy/gate.h"
-#include "runner/policy/session_overrides.h"
 
 namespace sandrun::policy {
 namespace {
