@@ -64,7 +64,7 @@ class Parser : public internal::ConfigReader {
   }
 };
 
-using PrettyWriter = rapidjson::PrettyWriter<rapidjson::StringBuffer>;
+using PrettyWriter = PrettyJsonWriter;
 
 const StateFileFormat<ApprovalRecords>& RecordsFormat() {
   static const StateFileFormat<ApprovalRecords> format{"approvals record", ParseApprovalRecords,
@@ -85,58 +85,52 @@ Result<ApprovalRecords> ParseApprovalRecords(std::string_view text, const std::s
 }
 
 std::string SerializeApprovalRecords(const ApprovalRecords& records) {
-  rapidjson::StringBuffer buffer;
-  PrettyWriter w(buffer);
-  w.SetIndent(' ', 2);
-  w.StartObject();
-  w.Key("version");
-  w.Int(1);
-  w.Key("approvals");
-  w.StartArray();
-  for (const ApprovalRecord& r : records.records) {
-    w.StartObject();
-    auto str = [&](const char* key, const std::string& value, bool always = false) {
-      if (value.empty() && !always) return;
-      w.Key(key);
-      w.String(value.data(), static_cast<rapidjson::SizeType>(value.size()));
-    };
-    auto num = [&](const char* key, int64_t value) {
-      w.Key(key);
-      w.Int64(value);
-    };
-    auto raw = [&](const char* key, const std::string& json) {
-      if (json.empty()) return;
-      w.Key(key);
-      w.RawValue(json.data(), json.size(), rapidjson::kObjectType);
-    };
-    str("id", r.id, true);
-    str("status", r.status, true);
-    str("command", r.command, true);
-    str("host", r.host);
-    str("cwd", r.cwd);
-    str("agentId", r.agent_id);
-    str("sessionKey", r.session_key);
-    num("createdAtMs", r.created_ms);
-    num("expiresAtMs", r.expires_ms);
-    w.Key("allowedDecisions");
+  return VersionedFileText([&](PrettyJsonWriter& w) {
+    w.Key("approvals");
     w.StartArray();
-    for (const std::string& d : r.allowed_decisions) {
-      w.String(d.data(), static_cast<rapidjson::SizeType>(d.size()));
+    for (const ApprovalRecord& r : records.records) {
+      w.StartObject();
+      auto str = [&](const char* key, const std::string& value, bool always = false) {
+        if (value.empty() && !always) return;
+        w.Key(key);
+        w.String(value.data(), static_cast<rapidjson::SizeType>(value.size()));
+      };
+      auto num = [&](const char* key, int64_t value) {
+        w.Key(key);
+        w.Int64(value);
+      };
+      auto raw = [&](const char* key, const std::string& json) {
+        if (json.empty()) return;
+        w.Key(key);
+        w.RawValue(json.data(), json.size(), rapidjson::kObjectType);
+      };
+      str("id", r.id, true);
+      str("status", r.status, true);
+      str("command", r.command, true);
+      str("host", r.host);
+      str("cwd", r.cwd);
+      str("agentId", r.agent_id);
+      str("sessionKey", r.session_key);
+      num("createdAtMs", r.created_ms);
+      num("expiresAtMs", r.expires_ms);
+      w.Key("allowedDecisions");
+      w.StartArray();
+      for (const std::string& d : r.allowed_decisions) {
+        w.String(d.data(), static_cast<rapidjson::SizeType>(d.size()));
+      }
+      w.EndArray();
+      str("reason", r.reason);
+      raw("request", r.request_json);
+      raw("principal", r.principal_json);
+      str("decision", r.decision);
+      str("decidedBy", r.decided_by);
+      if (r.decided_ms != 0) num("decidedAtMs", r.decided_ms);
+      str("sessionId", r.session_id);
+      str("text", r.text);
+      w.EndObject();
     }
     w.EndArray();
-    str("reason", r.reason);
-    raw("request", r.request_json);
-    raw("principal", r.principal_json);
-    str("decision", r.decision);
-    str("decidedBy", r.decided_by);
-    if (r.decided_ms != 0) num("decidedAtMs", r.decided_ms);
-    str("sessionId", r.session_id);
-    str("text", r.text);
-    w.EndObject();
-  }
-  w.EndArray();
-  w.EndObject();
-  return std::string(buffer.GetString(), buffer.GetSize()) + "\n";
+  });
 }
 
 Result<LoadedState<ApprovalRecords>> LoadApprovalRecords(const std::string& path) {

@@ -318,11 +318,7 @@ class Parser {
   std::set<std::string> ids_;
 };
 
-using PrettyWriter = rapidjson::PrettyWriter<rapidjson::StringBuffer>;
-
-void WriteString(PrettyWriter& w, std::string_view s) {
-  w.String(s.data(), static_cast<rapidjson::SizeType>(s.size()));
-}
+using PrettyWriter = PrettyJsonWriter;
 
 // Writes one policy field: the typed value, else a remembered invalid value, else nothing.
 template <typename T, typename Emit>
@@ -351,7 +347,7 @@ void WritePolicy(PrettyWriter& w, const ApprovalsPolicy& p, bool is_agent) {
       auto text = [&](const char* key, const std::string& value) {
         if (value.empty()) return;
         w.Key(key);
-        WriteString(w, value);
+        WritePrettyString(w, value);
       };
       text("id", e.id);
       text("pattern", e.pattern);
@@ -409,36 +405,30 @@ Result<ApprovalsFile> ParseApprovals(std::string_view text, const std::string& p
 }
 
 std::string SerializeApprovals(const ApprovalsFile& file) {
-  rapidjson::StringBuffer buffer;
-  PrettyWriter w(buffer);
-  w.SetIndent(' ', 2);
-  w.StartObject();
-  w.Key("version");
-  w.Int(1);
-  if (!file.socket_path.empty() || !file.socket_token.empty()) {
-    w.Key("socket");
-    w.StartObject();
-    if (!file.socket_path.empty()) {
-      w.Key("path");
-      WriteString(w, file.socket_path);
+  return VersionedFileText([&](PrettyJsonWriter& w) {
+    if (!file.socket_path.empty() || !file.socket_token.empty()) {
+      w.Key("socket");
+      w.StartObject();
+      if (!file.socket_path.empty()) {
+        w.Key("path");
+        WritePrettyString(w, file.socket_path);
+      }
+      if (!file.socket_token.empty()) {
+        w.Key("token");
+        WritePrettyString(w, file.socket_token);
+      }
+      w.EndObject();
     }
-    if (!file.socket_token.empty()) {
-      w.Key("token");
-      WriteString(w, file.socket_token);
+    w.Key("defaults");
+    WritePolicy(w, file.defaults, false);
+    w.Key("agents");
+    w.StartObject();
+    for (const auto& [id, policy] : file.agents) {
+      w.Key(id.data(), static_cast<rapidjson::SizeType>(id.size()));
+      WritePolicy(w, policy, true);
     }
     w.EndObject();
-  }
-  w.Key("defaults");
-  WritePolicy(w, file.defaults, false);
-  w.Key("agents");
-  w.StartObject();
-  for (const auto& [id, policy] : file.agents) {
-    w.Key(id.data(), static_cast<rapidjson::SizeType>(id.size()));
-    WritePolicy(w, policy, true);
-  }
-  w.EndObject();
-  w.EndObject();
-  return std::string(buffer.GetString(), buffer.GetSize()) + "\n";
+  });
 }
 
 ResolvedApprovals ResolveApprovals(const ApprovalsFile& file, const std::string& agent_id,

@@ -270,4 +270,20 @@ Result<std::optional<JsonFile>> ParseJsonFile(std::string_view text, const std::
   return std::optional<JsonFile>(JsonFile{std::move(doc), std::move(lines)});
 }
 
+std::string VersionedFileText(const std::function<void(PrettyJsonWriter&)>& members) {
+  rapidjson::StringBuffer buffer;
+  PrettyJsonWriter w(buffer);
+  w.SetIndent(' ', 2);
+  w.StartObject();
+  w.Key("version");
+  w.Int(1);
+  members(w);
+  w.EndObject();
+  return std::string(buffer.GetString(), buffer.GetSize()) + "\n";
+}
+
+void WritePrettyString(PrettyJsonWriter& w, std::string_view s) {
+  w.String(s.data(), static_cast<rapidjson::SizeType>(s.size()));
+}
+
 }  // namespace sandrun::config

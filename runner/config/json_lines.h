@@ -11,8 +11,11 @@
 #pragma once
 
 #include <rapidjson/document.h>
+#include <rapidjson/prettywriter.h>
+#include <rapidjson/stringbuffer.h>
 
 #include <cstddef>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -77,5 +80,12 @@ struct JsonFile {
 };
 Result<std::optional<JsonFile>> ParseJsonFile(std::string_view text, const std::string& source_name,
                                               size_t max_depth = kMaxJsonDepth);
+
+// The text of one of sandrun's own versioned state files: {"version": 1, <members>} indented by
+// two spaces, ending in a newline. `members` writes the rest of the top-level object.
+using PrettyJsonWriter = rapidjson::PrettyWriter<rapidjson::StringBuffer>;
+std::string VersionedFileText(const std::function<void(PrettyJsonWriter&)>& members);
+// A string value from any bytes.
+void WritePrettyString(PrettyJsonWriter& w, std::string_view s);
 
 }  // namespace sandrun::config

@@ -80,11 +80,7 @@ class Parser : public internal::ConfigReader {
   }
 };
 
-using PrettyWriter = rapidjson::PrettyWriter<rapidjson::StringBuffer>;
-
-void WriteString(PrettyWriter& w, std::string_view s) {
-  w.String(s.data(), static_cast<rapidjson::SizeType>(s.size()));
-}
+using PrettyWriter = PrettyJsonWriter;
 
 void DropEmpty(SessionStates& states) {
   for (auto agent = states.agents.begin(); agent != states.agents.end();) {
@@ -105,49 +101,43 @@ Result<SessionStates> ParseSessionStates(std::string_view text, const std::strin
 }
 
 std::string SerializeSessionStates(const SessionStates& states) {
-  rapidjson::StringBuffer buffer;
-  PrettyWriter w(buffer);
-  w.SetIndent(' ', 2);
-  w.StartObject();
-  w.Key("version");
-  w.Int(1);
-  w.Key("agents");
-  w.StartObject();
-  for (const auto& [agent, sessions] : states.agents) {
-    WriteString(w, agent);
+  return VersionedFileText([&](PrettyJsonWriter& w) {
+    w.Key("agents");
     w.StartObject();
-    for (const auto& [key, s] : sessions) {
-      WriteString(w, key);
+    for (const auto& [agent, sessions] : states.agents) {
+      WritePrettyString(w, agent);
       w.StartObject();
-      if (s.host || s.security || s.ask || s.node) {
-        w.Key("exec");
+      for (const auto& [key, s] : sessions) {
+        WritePrettyString(w, key);
         w.StartObject();
-        auto field = [&](const char* name, const std::optional<std::string>& value) {
-          if (!value) return;
-          w.Key(name);
-          WriteString(w, *value);
-        };
-        field("host", s.host);
-        field("security", s.security);
-        field("ask", s.ask);
-        field("node", s.node);
+        if (s.host || s.security || s.ask || s.node) {
+          w.Key("exec");
+          w.StartObject();
+          auto field = [&](const char* name, const std::optional<std::string>& value) {
+            if (!value) return;
+            w.Key(name);
+            WritePrettyString(w, *value);
+          };
+          field("host", s.host);
+          field("security", s.security);
+          field("ask", s.ask);
+          field("node", s.node);
+          w.EndObject();
+        }
+        if (s.elevated) {
+          w.Key("elevated");
+          WritePrettyString(w, *s.elevated);
+        }
+        w.Key("updatedAtMs");
+        w.Int64(s.updated_at_ms);
+        w.Key("updatedBy");
+        WritePrettyString(w, s.updated_by);
         w.EndObject();
       }
-      if (s.elevated) {
-        w.Key("elevated");
-        WriteString(w, *s.elevated);
-      }
-      w.Key("updatedAtMs");
-      w.Int64(s.updated_at_ms);
-      w.Key("updatedBy");
-      WriteString(w, s.updated_by);
       w.EndObject();
     }
     w.EndObject();
-  }
-  w.EndObject();
-  w.EndObject();
-  return std::string(buffer.GetString(), buffer.GetSize()) + "\n";
+  });
 }
 
 const StateFileFormat<SessionStates>& SessionStatesFormat() {

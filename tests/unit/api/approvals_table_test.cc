@@ -14,8 +14,12 @@ TEST(TerminalLine, ControlsCannotReachTheTerminal) {
   EXPECT_EQ(TerminalLine("echo hi"), "echo hi");
   EXPECT_EQ(TerminalLine("a\x1b]0;pwned\x07z"), "a ]0;pwned z");
   EXPECT_EQ(TerminalLine("a\nb\rc\x7f"), "a b c ");
-  EXPECT_EQ(TerminalLine("x\xc2\x9b" "31m"), "x?31m");      // U+009B (CSI) as UTF-8
-  EXPECT_EQ(TerminalLine("x\x9b" "31m"), "x?31m");          // a raw 8-bit CSI
+  EXPECT_EQ(TerminalLine("x\xc2\x9b"
+                         "31m"),
+            "x?31m");  // U+009B (CSI) as UTF-8
+  EXPECT_EQ(TerminalLine("x\x9b"
+                         "31m"),
+            "x?31m");  // a raw 8-bit CSI
   EXPECT_EQ(TerminalLine("caf\xc3\xa9 \xe2\x9c\x93"), "caf\xc3\xa9 \xe2\x9c\x93");  // kept
   EXPECT_EQ(TerminalLine(std::string(100, 'a'), 10), "aaaaaaa...");
   // Never cut inside a UTF-8 sequence.
