@@ -146,10 +146,31 @@ void ApprovalBroker::Record(const PendingApproval& p, const std::string& status,
   }
 }
 
-PendingApproval ApprovalBroker::Register(PendingApproval p) {
+Result<PendingApproval> ApprovalBroker::Register(PendingApproval p) {
+  if (p.command.size() > kMaxCommandBytes) {
+    return Error::Refusal("invalid-request",
+                          "exec needs an operator's approval but the command is " +
+                              std::to_string(p.command.size()) + " bytes: longer than the " +
+                              std::to_string(kMaxCommandBytes) +
+                              " an operator can be asked to review (put it in a script the "
+                              "allowlist can name); nothing was run");
+  }
   p.id = config::NewEntryId();
   p.created_ms = now_ms_();
   p.expires_ms = p.created_ms + p.timeout_ms;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    size_t of_tenant = 0;
+    for (const auto& [id, other] : pending_) of_tenant += other.tenant == p.tenant;
+    if (of_tenant >= kMaxPendingPerTenant) {
+      return Error::Refusal("quota-exceeded", "tenant \"" + p.tenant + "\" already has " +
+                                                  std::to_string(kMaxPendingPerTenant) +
+                                                  " approvals pending: an operator must answer "
+                                                  "some first; nothing was run");
+    }
+  }
+  // Recorded before anyone can decide it (a decision's record must come after this one). Calls
+  // registering at the same moment may pass the cap by as many.
   Record(p, "pending", "", "", "", "");
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -202,6 +223,12 @@ ApprovalBroker::Handoff ApprovalBroker::Await(const std::string& id, const Cance
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
     if (auto h = handoffs_.find(id); h != handoffs_.end()) {
+      if (h->second.deciding) {
+        // Taken out of pending_ and being resolved: its handoff follows (or the stop).
+        if (stopping_) return {};
+        cv_.wait_for(lock, std::chrono::milliseconds(100));
+        continue;
+      }
       Handoff out = std::move(h->second);
       handoffs_.erase(h);
       return out;
@@ -260,6 +287,7 @@ ApprovalBroker::Answer ApprovalBroker::Decide(const std::string& id_or_slug,
     }
     p = std::move(it->second);
     pending_.erase(it);
+    if (p.wait) handoffs_[p.id].deciding = true;  // its waiter keeps waiting (Await)
   }
   if (decision == "deny") return Resolve(p, decision, false, "", "user-denied", by);
   return Resolve(p, decision, true, p.verdict.command, "", by);
@@ -272,14 +300,15 @@ ApprovalBroker::Answer ApprovalBroker::Resolve(const PendingApproval& p,
   const std::string head = "Exec denied (" + p.host + " id=" + p.id + ", ";
   auto finish = [&](const std::string& status, bool ok, const std::string& session_id,
                     const std::string& text) -> Answer {
-    Record(p, status, decision, by, session_id, text);
     if (p.wait) {
+      // Before the record's write (slow: lock, fsync): the waiter runs the command meanwhile.
       {
         std::lock_guard<std::mutex> lock(mu_);
-        handoffs_[p.id] = Handoff{true, ok, decision, ok ? command : "", text};
+        handoffs_[p.id] = Handoff{false, true, ok, decision, ok ? command : "", text};
       }
       cv_.notify_all();
     }
+    Record(p, status, decision, by, session_id, text);
     std::string json = ResolvedJson(p, decision, ok, session_id, by, text);
     if (publish_) publish_(p.tenant, "approval.resolved", json);
     return {200, json};
@@ -443,6 +472,7 @@ void ApprovalBroker::TimerLoop() {
     int64_t next = INT64_MAX;
     for (auto it = pending_.begin(); it != pending_.end();) {
       if (it->second.expires_ms <= now) {
+        if (it->second.wait) handoffs_[it->first].deciding = true;
         expired.push_back(std::move(it->second));
         it = pending_.erase(it);
       } else {
@@ -480,6 +510,7 @@ void ApprovalBroker::Shutdown() {
     // event). Waiting calls are released (Await sees stopping_).
     pending_.clear();
     notices_.clear();
+    handoffs_.clear();
   }
   cv_.notify_all();
   if (timer_.joinable()) timer_.join();

@@ -74,9 +74,16 @@ class ApprovalBroker {
   ApprovalBroker(const ApprovalBroker&) = delete;
   ApprovalBroker& operator=(const ApprovalBroker&) = delete;
 
+  // At most this many approvals pend per tenant, and only commands an operator can read: the
+  // record of each is kept on disk, and a tenant must not be able to fill it (or the operator's
+  // screen) up.
+  static constexpr size_t kMaxPendingPerTenant = 64;
+  static constexpr size_t kMaxCommandBytes = 8 * 1024;
+
   // Takes `p` (id, created/expires set here), records it and publishes approval.requested.
-  // Returns the copy as registered.
-  PendingApproval Register(PendingApproval p);
+  // Returns the copy as registered, or the refusal (quota-exceeded: the tenant has
+  // kMaxPendingPerTenant pending; invalid-request: the command is longer than kMaxCommandBytes).
+  Result<PendingApproval> Register(PendingApproval p);
   // After a restart: `p` as an earlier run recorded it (id, created and expires kept; no
   // waiter). One already expired is resolved by the timer at once, as it would have been.
   void Restore(PendingApproval p);
@@ -86,6 +93,8 @@ class ApprovalBroker {
 
   // What a waiting call is handed once its approval is decided.
   struct Handoff {
+    // Internal: the approval left pending_ and is being resolved (its waiter waits on).
+    bool deciding = false;
     bool resolved = false;  // false: cancelled, unknown id, or the server stops
     bool approved = false;
     std::string decision;  // allow-once | allow-always | deny | timeout

@@ -34,6 +34,18 @@ std::string TerminalLine(const std::string& text, size_t width) {
       continue;
     }
     continuation = 0;
+    if (b == 0xE2 && i + 2 < text.size()) {
+      // Bidi overrides and isolates and zero-width characters can make a command read as
+      // another: U+200B-U+200F, U+202A-U+202E, U+2066-U+2069.
+      const auto b1 = static_cast<unsigned char>(text[i + 1]);
+      const auto b2 = static_cast<unsigned char>(text[i + 2]);
+      if ((b1 == 0x80 && ((b2 >= 0x8B && b2 <= 0x8F) || (b2 >= 0xAA && b2 <= 0xAE))) ||
+          (b1 == 0x81 && b2 >= 0xA6 && b2 <= 0xA9)) {
+        out.push_back('?');
+        i += 2;
+        continue;
+      }
+    }
     if (b < 0x20 || b == 0x7f) {
       out.push_back(' ');
     } else if (b == 0xC2 && i + 1 < text.size() &&
@@ -74,6 +86,10 @@ std::string Row(const std::vector<std::pair<std::string, size_t>>& cells) {
   }
   return line + "\n";
 }
+
+// An approval's command in full (the broker takes at most 8 KiB), so what is approved is what
+// was read.
+constexpr size_t kWholeCommand = 64 * 1024;
 
 std::atomic<bool> g_stop{false};
 extern "C" void OnStopSignal(int) { g_stop.store(true); }
@@ -203,7 +219,7 @@ int RunApprovalsWatch(const GlobalOptions& global, const ApprovalsFlags& flags) 
     std::printf("[%s] approval %s requested: %s/%s on %s: %s\n", UtcTimestamp(UnixMillis()).c_str(),
                 id.substr(0, 8).c_str(), JsonString(p, "agentId").c_str(),
                 JsonString(p, "sessionKey").c_str(), JsonString(p, "host").c_str(),
-                TerminalLine(JsonString(p, "command"), 200).c_str());
+                TerminalLine(JsonString(p, "command"), kWholeCommand).c_str());
     std::fflush(stdout);
     if (interactive) Ask(socket, global, p);
   };

@@ -1,7 +1,8 @@
 // The operator's view of approvals (issue 15): `sandrun approvals list` as a table (the pending
 // approvals, then the decision record: who answered what and when; `--json` for machines),
 // `sandrun approvals show ID` (one record, JSON), and `sandrun approvals watch`, which follows the
-// server's events and, when stdin and stdout are a terminal, asks for each pending approval:
+// server's events and, when stdin and stdout are a terminal, shows each pending approval's whole
+// command and asks:
 //   approve 1a2b3c4d? [o]nce [a]lways [d]eny [s]kip:
 // and sends the answer (POST /v1/approvals/{id}); without a terminal it only prints the events.
 // Ctrl-C (or SIGTERM) ends it.
@@ -25,7 +26,8 @@ std::string RenderApprovalsTable(const rapidjson::Value& list, int64_t now_ms,
 
 // `text` as one line of at most `width` bytes that is safe to print on a terminal (a command's
 // text is the agent's): C0 controls and DEL become spaces, C1 controls (as UTF-8, or raw bytes
-// 0x80-0x9F outside a UTF-8 sequence, which 8-bit terminals read as CSI or OSC) become '?',
+// 0x80-0x9F outside a UTF-8 sequence, which 8-bit terminals read as CSI or OSC) and the bidi and
+// zero-width characters (U+200B-U+200F, U+202A-U+202E, U+2066-U+2069) become '?',
 // and a longer text is cut (not inside a UTF-8 sequence) and ends in "...".
 std::string TerminalLine(const std::string& text, size_t width = 60);
 

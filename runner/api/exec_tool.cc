@@ -180,7 +180,11 @@ ExecToolResult RunLoadedCall(std::unique_ptr<LoadedCall> call, const policy::Cal
       PendingApproval pending = MakePending(d, caller, request, settings, services.tenant);
       pending.principal_json = services.principal_json;
       pending.wait = request.wait;
-      PendingApproval registered = services.approvals->Register(std::move(pending));
+      auto registering = services.approvals->Register(std::move(pending));
+      if (!registering) {
+        return Refused(registering.error().WireCode(), registering.error().message);
+      }
+      PendingApproval registered = std::move(registering).value();
       ExecToolResult result;
       result.pending = true;
       result.approval_id = registered.id;

@@ -274,6 +274,10 @@ void HttpServer::Impl::ServeConnection(int fd, const Listener& listener, const s
       info.method = std::string(head.method_string());
       info.target = std::string(head.target());
       info.peer_uid = uid;
+      info.peer_gone = [fd] {
+        pollfd p{fd, POLLRDHUP, 0};
+        return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+      };
       if (listener.tcp) {
         info.transport = "tcp";
         info.remote = remote;

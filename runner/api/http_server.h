@@ -68,6 +68,9 @@ struct HttpRequestInfo {
   // plain): a TCP client has no uid and must present a token.
   std::string transport = "unix";
   std::string remote;  // the TCP peer "host:port" ("" on the unix socket)
+  // Whether the client has closed the connection (polled without reading: a handler that holds
+  // a request for long, such as an exec waiting for its approval, stops when it is gone).
+  std::function<bool()> peer_gone;
 };
 
 struct HttpReply {

@@ -194,10 +194,42 @@ int RunServeCommand(const GlobalOptions& global, const ServeOptions& options) {
                  return HttpReply{
                      200, "text/plain; version=0.0.4", runtime.MetricsText(FilterFor(r, who)), {}};
                }));
-  server.Route("POST", "/v1/tools/exec",
-               As(auth, [&](const HttpRequestInfo& r, const Principal& who) {
-                 return Reply(runtime.Exec(who, r.body));
-               }));
+  server.Route(
+      "POST", "/v1/tools/exec", As(auth, [&](const HttpRequestInfo& r, const Principal& who) {
+        if (r.body.find("\"wait\"") == std::string::npos) {
+          return Reply(runtime.Exec(who, r.body));
+        }
+        // A call that may wait for its approval holds its connection for as long: a
+        // token caller's waits share the tenant's held-connection slots with its event
+        // streams, and a wait ends when its client goes away (the approval stays).
+        const bool counted = !who.token_name.empty();
+        if (counted && !streams.Take(who.tenant)) {
+          RuntimeReply busy{429,
+                            RenderToolError("quota-exceeded",
+                                            "tenant \"" + who.tenant + "\" already holds " +
+                                                std::to_string(streams.per_tenant()) +
+                                                " waiting calls and event streams (an eighth of "
+                                                "server.maxConnections); nothing was run"),
+                            1};
+          return Reply(busy);
+        }
+        CancelToken gone;
+        std::atomic<bool> done{false};
+        std::thread watch([&] {
+          while (!done.load()) {
+            if (r.peer_gone && r.peer_gone()) {
+              gone.Cancel();
+              return;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+          }
+        });
+        RuntimeReply reply = runtime.Exec(who, r.body, &gone);
+        done = true;
+        watch.join();
+        if (counted) streams.Give(who.tenant);
+        return Reply(reply);
+      }));
   server.Route("POST", "/v1/tools/apply_patch",
                As(auth, [&](const HttpRequestInfo& r, const Principal& who) {
                  return Reply(runtime.ApplyPatch(who, r.body));
@@ -235,12 +267,17 @@ int RunServeCommand(const GlobalOptions& global, const ServeOptions& options) {
                      }));
   // Session state (session_admin.h): operators and admins only (ServerAuth).
   auto sessions = [&](const char* method) {
-    return As(auth, [&runtime, method](const HttpRequestInfo& r, const Principal& who) {
+    return As(auth, [&runtime, &auth, method](const HttpRequestInfo& r, const Principal& who) {
       auto at = ParseSessionPath(r.path);
       const std::string m = method;
       if (!at || at->directive != (m == "POST") || (at->key.empty() && m != "GET")) {
         return NoSuchRoute(r);
       }
+      // The path's agent must be one the token may act for (its --agents), as a header's is.
+      HttpRequestInfo as_path = r;
+      as_path.headers["x-sandrun-agent"] = at->agent;
+      auto decided = auth.Authorize(as_path);
+      if (auto* refusal = std::get_if<HttpReply>(&decided)) return std::move(*refusal);
       if (m == "GET") {
         return Reply(at->key.empty() ? runtime.ListSessionStates(who, at->agent)
                                      : runtime.ShowSessionState(who, at->agent, at->key));

@@ -1,5 +1,6 @@
 #include "runner/api/session_admin.h"
 
+#include <algorithm>
 #include <functional>
 #include <optional>
 #include <vector>
@@ -226,7 +227,9 @@ Result<std::string> OneOf(const std::string& field, const std::string& raw,
 
 Result<std::string> NodeValue(const std::string& raw) {
   const std::string node = Trim(raw);
-  if (node.empty()) return Error::Refusal("invalid-request", "Invalid exec node: it is empty.");
+  if (auto bad = config::NodeIdError(node)) {
+    return Error::Refusal("invalid-request", "Invalid exec node: " + *bad);
+  }
   return node;
 }
 
@@ -381,6 +384,12 @@ SessionChange ApplySessionDirective(const SessionAdminContext& ctx, const std::s
   note(invalid, "security", exec.invalid_security);
   note(invalid, "ask", exec.invalid_ask);
   note(invalid, "node", exec.invalid_node);
+  if (exec.node && config::NodeIdError(*exec.node)) {  // a value the state file could not hold
+    invalid.emplace_back("node", *exec.node);
+    applied.erase(std::remove_if(applied.begin(), applied.end(),
+                                 [](const auto& a) { return a.first == "node"; }),
+                  applied.end());
+  }
   note(invalid, "elevated", elevated.invalid);
   if (!invalid.empty()) applied.clear();  // all or nothing
 

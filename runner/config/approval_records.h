@@ -30,7 +30,7 @@
 
 namespace sandrun::config {
 
-inline constexpr size_t kMaxDecidedRecords = 500;
+inline constexpr size_t kMaxDecidedRecords = 200;
 
 struct ApprovalRecord {
   std::string id;

@@ -48,6 +48,10 @@ std::optional<std::string> SessionKeyError(std::string_view key) {
   return Check(key, "session key", "[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}", 128, IsAlnum, SessionRest);
 }
 
+std::optional<std::string> NodeIdError(std::string_view id) {
+  return Check(id, "node id", "[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}", 128, IsAlnum, SessionRest);
+}
+
 std::optional<std::string> TenantIdError(std::string_view id) {
   return Check(id, "tenant id", "[a-z0-9][a-z0-9-]{0,31}", 32, IsLowerAlnum, TenantRest);
 }

@@ -5,6 +5,7 @@
 //   agent id     [A-Za-z0-9][A-Za-z0-9._-]{0,63}
 //   session key  [A-Za-z0-9][A-Za-z0-9._:@-]{0,127}
 //   tenant id    [a-z0-9][a-z0-9-]{0,31}
+//   node id      [A-Za-z0-9][A-Za-z0-9._:@-]{0,127} (a session's /exec node=)
 //
 // Pattern of use:
 //   if (auto bad = config::AgentIdError(id)) return Refuse(*bad);
@@ -20,6 +21,8 @@ namespace sandrun::config {
 std::optional<std::string> AgentIdError(std::string_view id);
 std::optional<std::string> SessionKeyError(std::string_view key);
 std::optional<std::string> TenantIdError(std::string_view id);
+// A node id a session may be bound to (/exec node=): the session key's rule.
+std::optional<std::string> NodeIdError(std::string_view id);
 // The first of AgentIdError(agent) and SessionKeyError(session).
 std::optional<std::string> CallerIdsError(std::string_view agent, std::string_view session);
 

@@ -70,6 +70,7 @@ class Parser : public internal::ConfigReader {
                             {"node", [&](const Value& node, const std::string& np) -> Status {
                                SANDRUN_ASSIGN_OR_RETURN(std::string n,
                                                         String(node, np, internal::Rule::kTrimmed));
+                               if (auto bad = NodeIdError(n)) return Fail(np, *bad);
                                s->node = std::move(n);
                                return Ok();
                              }}});

@@ -195,6 +195,36 @@ TEST_F(OperatorApprovalsTest, AWaiterThatLeavesLeavesItPendingAndItRunsOnceInThe
   EXPECT_EQ(Occurrences(sessions.out, "echo run >>"), 1u) << sessions.out << approved.out;
 }
 
+TEST_F(OperatorApprovalsTest, APlainWaitingCallWhoseClientLeavesLeavesItPending) {
+  StartServer();
+  AskingSession();
+  // curl gives up after a second: the server notices, the approval stays pending.
+  auto gone =
+      RunProcess({Program("curl"), "-sS", "-m", "1", "--unix-socket", home_ + "/sandrun.sock", "-H",
+                  "X-Sandrun-Session: B", "--data-binary",
+                  R"({"tool":"exec","command":"echo run >> )" + marks_ + R"(/plain","wait":true})",
+                  "http://sandrun/v1/tools/exec"});
+  EXPECT_NE(gone.exit_code, 0);
+  const std::string id = AwaitPending();
+  auto approved = Sandrun({"approvals", "approve", id, "allow-once"});
+  ASSERT_EQ(approved.exit_code, 0) << approved.out;
+  // Nobody waits for it any more: it ran as a background session, once.
+  EXPECT_NE(approved.out.find(R"("sessionId":")"), std::string::npos) << approved.out;
+  for (int i = 0; i < 500 && ReadWhole(marks_ + "/plain").empty(); ++i) {
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_EQ(ReadWhole(marks_ + "/plain"), "run\n");
+}
+
+TEST_F(OperatorApprovalsTest, ACommandTooLongToReviewIsRefusedNotQueued) {
+  StartServer();
+  AskingSession();
+  auto r = Sandrun({"--session", "B", "exec", "--", "echo " + std::string(9000, 'x')});
+  EXPECT_EQ(r.exit_code, 125) << r.out << r.err;
+  EXPECT_NE(r.err.find("an operator can be asked to review"), std::string::npos) << r.err;
+  EXPECT_EQ(JsonMember(Listed(), "pending")->Size(), 0u);
+}
+
 TEST_F(OperatorApprovalsTest, WithoutWaitAPendingApprovalExits122WithItsId) {
   StartServer();
   AskingSession();

@@ -21,6 +21,12 @@ TEST(TerminalLine, ControlsCannotReachTheTerminal) {
                          "31m"),
             "x?31m");  // a raw 8-bit CSI
   EXPECT_EQ(TerminalLine("caf\xc3\xa9 \xe2\x9c\x93"), "caf\xc3\xa9 \xe2\x9c\x93");  // kept
+  // Right-to-left override, zero-width space, isolates: the command must read as it runs.
+  EXPECT_EQ(TerminalLine("a\xe2\x80\xae"
+                         "b\xe2\x80\x8b"
+                         "c\xe2\x81\xa6"
+                         "d"),
+            "a?b?c?d");
   EXPECT_EQ(TerminalLine(std::string(100, 'a'), 10), "aaaaaaa...");
   // Never cut inside a UTF-8 sequence.
   EXPECT_EQ(TerminalLine("aaaaaa\xe2\x9c\x93zzzz", 10), "aaaaaa...");
