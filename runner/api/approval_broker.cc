@@ -245,7 +245,8 @@ ApprovalBroker::Handoff ApprovalBroker::Await(const std::string& id, const Cance
 
 ApprovalBroker::Answer ApprovalBroker::Decide(const std::string& id_or_slug,
                                               const std::string& decision_in,
-                                              const std::string& tenant, const std::string& by) {
+                                              const std::string& tenant, const std::string& by,
+                                              const AgentFilter& agents) {
   const std::string decision = decision_in == "always" ? "allow-always" : decision_in;
   if (decision != "allow-once" && decision != "allow-always" && decision != "deny") {
     return {400,
@@ -257,7 +258,7 @@ ApprovalBroker::Answer ApprovalBroker::Decide(const std::string& id_or_slug,
     std::lock_guard<std::mutex> lock(mu_);
     std::vector<std::string> matches;
     for (const auto& [id, pending] : pending_) {
-      if (pending.tenant != tenant) continue;
+      if (pending.tenant != tenant || (agents && !agents(pending.caller.agent_id))) continue;
       if (id == id_or_slug || (id_or_slug.size() >= 8 && id.starts_with(id_or_slug))) {
         matches.push_back(id);
       }
@@ -351,7 +352,7 @@ ApprovalBroker::Answer ApprovalBroker::Resolve(const PendingApproval& p,
                     ", session=" + *session + ")" + note + ": " + command);
 }
 
-std::string ApprovalBroker::ListJson(const std::string& tenant) const {
+std::string ApprovalBroker::ListJson(const std::string& tenant, const AgentFilter& agents) const {
   rapidjson::StringBuffer buffer;
   JsonWriter w(buffer);
   w.StartObject();
@@ -360,7 +361,7 @@ std::string ApprovalBroker::ListJson(const std::string& tenant) const {
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& [id, p] : pending_) {
-      if (p.tenant == tenant) WritePending(w, p);
+      if (p.tenant == tenant && (!agents || agents(p.caller.agent_id))) WritePending(w, p);
     }
   }
   w.EndArray();
@@ -368,7 +369,7 @@ std::string ApprovalBroker::ListJson(const std::string& tenant) const {
   w.StartArray();
   if (auto records = LoadRecords(state_dir_, tenant)) {
     for (const config::ApprovalRecord& r : records->records) {
-      if (r.status != "pending") WriteRecord(w, r);
+      if (r.status != "pending" && (!agents || agents(r.agent_id))) WriteRecord(w, r);
     }
   }
   w.EndArray();
@@ -378,12 +379,12 @@ std::string ApprovalBroker::ListJson(const std::string& tenant) const {
 
 ApprovalBroker::Answer ApprovalBroker::Show(const std::string& id_or_slug,
                                             const std::string& tenant,
-                                            const std::string& agent) const {
+                                            const AgentFilter& agents) const {
   auto records = LoadRecords(state_dir_, tenant);
   if (!records) return {500, RenderToolError("internal", records.error().ToString())};
   std::vector<const config::ApprovalRecord*> matches;
   for (const config::ApprovalRecord& r : records->records) {
-    if (!agent.empty() && r.agent_id != agent) continue;
+    if (agents && !agents(r.agent_id)) continue;
     if (r.id == id_or_slug || (id_or_slug.size() >= 8 && r.id.starts_with(id_or_slug))) {
       matches.push_back(&r);
     }

@@ -110,19 +110,22 @@ class ApprovalBroker {
     int status = 200;  // 200 decided; 400 bad decision; 404 unknown id; 409 ambiguous slug
     std::string json;  // {"id","decision","approved","sessionId"?,"text"} or {"error":{...}}
   };
+  // Which agents' approvals a caller may see and answer (an operator token's --agents, an agent
+  // token's own agent); empty: every agent of the tenant. Others' answer as unknown ids do.
+  using AgentFilter = std::function<bool(const std::string& agent)>;
+
   // `decision`: allow-once | allow-always | always | deny. An id or its 8-character slug. `by`:
   // who answered (a token name, the local user), for the record.
   Answer Decide(const std::string& id_or_slug, const std::string& decision,
-                const std::string& tenant, const std::string& by);
+                const std::string& tenant, const std::string& by, const AgentFilter& agents = {});
 
   // {"pending":[{"id","slug","command","host","cwd","agentId","sessionKey","createdAtMs",
   //   "expiresAtMs","allowedDecisions","reason"}], "decided":[record, ... newest last]}
-  std::string ListJson(const std::string& tenant) const;
+  std::string ListJson(const std::string& tenant, const AgentFilter& agents = {}) const;
   // GET /v1/approvals/{id}: the tenant's record of `id_or_slug` (pending or decided):
   // {"id","slug","status","command",...,"decision","decidedBy","decidedAtMs","sessionId","text"}.
-  // `agent` (not ""): that agent's approvals only, another's is unknown.
   Answer Show(const std::string& id_or_slug, const std::string& tenant,
-              const std::string& agent = "") const;
+              const AgentFilter& agents = {}) const;
   size_t size() const;
   // Pending approvals by tenant (metrics).
   std::map<std::string, size_t> PendingByTenant() const;

@@ -20,6 +20,7 @@
 #include "runner/api/server_client.h"
 #include "runner/api/session_admin.h"
 #include "runner/api/tool_call.h"
+#include "runner/auth/tokens.h"
 #include "runner/config/config.h"
 #include "runner/config/ids.h"
 #include "runner/config/state_dir.h"
@@ -472,9 +473,28 @@ std::string Runtime::PolicyCheck(const Principal& who, const policy::ExecRequest
   return PolicyCheckJson(impl_->GlobalFor(who), Impl::CallerFor(who), request);
 }
 
+namespace {
+
+// Whose approvals `who` may see and answer: its own agent's (an agent token), the agents its
+// token names (an operator's --agents), or every agent of its tenant.
+ApprovalBroker::AgentFilter ApprovalAgents(const Principal& who, bool own_agent_only) {
+  if (own_agent_only) {
+    return [agent = who.agent](const std::string& a) { return a == agent; };
+  }
+  if (who.agent_globs.empty()) return {};
+  return [globs = who.agent_globs](const std::string& a) {
+    for (const std::string& g : globs) {
+      if (auth::AgentGlobMatch(g, a)) return true;
+    }
+    return false;
+  };
+}
+
+}  // namespace
+
 RuntimeReply Runtime::ListApprovals(const Principal& who) {
   if (!impl_->broker) return ServerRequired("Pending approvals wait for an operator");
-  return {200, impl_->broker->ListJson(who.tenant)};
+  return {200, impl_->broker->ListJson(who.tenant, ApprovalAgents(who, false))};
 }
 
 RuntimeReply Runtime::DecideApproval(const Principal& who, const std::string& id,
@@ -488,7 +508,8 @@ RuntimeReply Runtime::DecideApproval(const Principal& who, const std::string& id
                             "allow-always|deny\"}"));
   }
   const std::string decision = JsonString(*doc, "decision");
-  ApprovalBroker::Answer a = impl_->broker->Decide(id, decision, who.tenant, OperatorName(who));
+  ApprovalBroker::Answer a = impl_->broker->Decide(id, decision, who.tenant, OperatorName(who),
+                                                   ApprovalAgents(who, false));
   if (a.status == 200) {
     // The full id (the operator may have given the slug).
     auto answered = ParseJson(a.json);
@@ -500,7 +521,8 @@ RuntimeReply Runtime::DecideApproval(const Principal& who, const std::string& id
 RuntimeReply Runtime::ShowApproval(const Principal& who, const std::string& id,
                                    bool own_agent_only) {
   if (!impl_->broker) return ServerRequired("Approvals are kept by the server");
-  ApprovalBroker::Answer a = impl_->broker->Show(id, who.tenant, own_agent_only ? who.agent : "");
+  ApprovalBroker::Answer a =
+      impl_->broker->Show(id, who.tenant, ApprovalAgents(who, own_agent_only));
   return {a.status, a.json};
 }
 

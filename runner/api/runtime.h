@@ -26,6 +26,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "runner/api/apply_patch_tool.h"
 #include "runner/api/cli_context.h"
@@ -57,6 +58,9 @@ struct Principal {
   // The caller's working directory ("" = the server's): set only for callers allowed to
   // choose, as workspace_root.
   std::string cwd;
+  // The agents a token may act for (its --agents globs; empty: any), which also bound the
+  // approvals an operator of the tenant sees and answers.
+  std::vector<std::string> agent_globs;
 };
 
 // What a front end renders: an HTTP status (200 handled, 400 refused before anything ran, 403 not

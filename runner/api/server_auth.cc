@@ -136,6 +136,7 @@ std::variant<Principal, HttpReply> ServerAuth::Authorize(const HttpRequestInfo& 
   who.provider = "api";
   who.token_name = identity->token_name;
   who.sender = identity->token_name;
+  who.agent_globs = identity->agents;
   who.role = std::string(auth::RoleName(identity->role));
   who.tenant = identity->tenant;
   if (HasHeader(r, "x-sandrun-tenant")) {
