@@ -206,6 +206,17 @@ TEST_F(OperatorApprovalsTest, APlainWaitingCallWhoseClientLeavesLeavesItPending)
                   "http://sandrun/v1/tools/exec"});
   EXPECT_NE(gone.exit_code, 0);
   const std::string id = AwaitPending();
+  // The server noticed: the call returned (it is counted once it has), nobody waits any more.
+  const std::string returned =
+      R"(sandrun_tool_calls_total{tenant="",tool="exec",decision="ask"} 1)";
+  std::string metrics;
+  for (int i = 0; i < 500 && metrics.find(returned) == std::string::npos; ++i) {
+    metrics = RunProcess({Program("curl"), "-sS", "--unix-socket", home_ + "/sandrun.sock",
+                          "http://sandrun/metrics"})
+                  .out;
+    if (metrics.find(returned) == std::string::npos) std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_NE(metrics.find(returned), std::string::npos) << metrics;
   auto approved = Sandrun({"approvals", "approve", id, "allow-once"});
   ASSERT_EQ(approved.exit_code, 0) << approved.out;
   // Nobody waits for it any more: it ran as a background session, once.
