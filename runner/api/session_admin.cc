@@ -212,6 +212,17 @@ RenderFn ViewRender(const std::string& agent, const std::string& key) {
   };
 }
 
+// The session's state as it is, rendered with the agent's settings (`status` on success).
+RuntimeReply Current(const SessionAdminContext& ctx, const std::string& agent,
+                     const std::string& key, int status, const RenderFn& render) {
+  if (auto bad = IdsError(agent, key)) return Invalid(*bad);
+  auto picked = SettingsOf(ctx, agent);
+  if (!picked) return Refusal(picked.error());
+  auto state = config::LoadSessionState(StatePath(ctx), agent, key);
+  if (!state) return Refusal(state.error());
+  return {status, render(*state, picked->settings)};
+}
+
 // A value of one of `names` (trimmed, any case), as stored; the refusal names the field.
 Result<std::string> OneOf(const std::string& field, const std::string& raw,
                           const std::vector<const char*>& names) {
@@ -264,12 +275,7 @@ RuntimeReply ListSessionStates(const SessionAdminContext& ctx, const std::string
 
 RuntimeReply ShowSessionState(const SessionAdminContext& ctx, const std::string& agent,
                               const std::string& key) {
-  if (auto bad = IdsError(agent, key)) return Invalid(*bad);
-  auto picked = SettingsOf(ctx, agent);
-  if (!picked) return Refusal(picked.error());
-  auto state = config::LoadSessionState(StatePath(ctx), agent, key);
-  if (!state) return Refusal(state.error());
-  return {200, ViewJson(agent, key, *state, picked->settings)};
+  return Current(ctx, agent, key, 200, ViewRender(agent, key));
 }
 
 SessionChange PatchSessionState(const SessionAdminContext& ctx, const std::string& agent,
@@ -426,19 +432,17 @@ SessionChange ApplySessionDirective(const SessionAdminContext& ctx, const std::s
 
   if (!invalid.empty() || applied.empty()) {
     // Nothing to save: the current values (a bare /exec or /elevated shows them), or why not.
-    if (auto bad = IdsError(agent, key)) return Only(Invalid(*bad));
-    auto picked = SettingsOf(ctx, agent);
-    if (!picked) return Only(Refusal(picked.error()));
-    auto state = config::LoadSessionState(StatePath(ctx), agent, key);
-    if (!state) return Only(Refusal(state.error()));
-    if (invalid.empty()) return Only({200, render(*state, picked->settings, nullptr)});
     std::string message = "Nothing was changed:";
     for (const auto& [k, v] : invalid) {
       message += " invalid " + std::string(k == "elevated" ? "elevated level" : "exec " + k) +
                  " \"" + v + "\";";
     }
     message.back() = '.';
-    return Only({400, render(*state, picked->settings, &message)});
+    const std::string* error = invalid.empty() ? nullptr : &message;
+    return Only(Current(ctx, agent, key, error == nullptr ? 200 : 400,
+                        [&](const config::SessionState& st, const config::AgentSettings& set) {
+                          return render(st, set, error);
+                        }));
   }
   return Change(
       ctx, agent, key,
