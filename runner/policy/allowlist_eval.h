@@ -13,6 +13,10 @@
 // What runs is rewritten: every command word that resolved is replaced by its absolute path, and
 // a path word that did not resolve (matched by its cwd-resolved path) by that absolute path, so
 // a `cd` (or CDPATH) earlier in the command cannot make it name another file.
+// Shells (sh, bash, dash, busybox sh, any link to one) are never satisfied by their own entry:
+// `sh -c 'PAYLOAD'` is satisfied when every segment of the payload is, and then runs as the
+// rewritten payload in a subshell, `(/usr/bin/ls && /usr/bin/echo hi)`, without the shell.
+// Every other shell form is a miss, or refused outright (SegmentEvaluation::refused).
 //
 // Pattern of use:
 //   AllowlistInputs in{.entries = &resolved.allowlist, .safe_bins = &bins, .resolve = rc};
@@ -50,13 +54,17 @@ struct SegmentEvaluation {
   std::string satisfied_by;
   std::optional<size_t> entry;  // the matching allowlist entry (index into inputs.entries)
   std::string blocked;          // why it can never be satisfied automatically
+  // Why it is refused outright in allowlist mode, whatever an operator or an entry would say (a
+  // shell behind a wrapper, given by path or as a login shell: reference §10 denies them).
+  std::string refused;
   std::string miss;             // why it is not satisfied (blocked, unresolved, no match, ...)
   bool expands = false;         // a glob, brace or ~ word: always needs approval
   std::optional<std::string> inline_eval;   // "python3 -c", "awk inline program", ...
   std::optional<std::string> exec_option;   // "git -c", "vim (runs commands itself)", ...
-  bool shell_wrapper = false;               // sh -c "a && b" evaluated part by part
+  bool shell_wrapper = false;               // a shell: judged by its -c payload only
   std::vector<std::string> rewritten_argv;  // commands replaced by their resolved paths
-  std::string rewritten_payload;            // sh -c: the satisfied payload, rewritten
+  // A satisfied shell wrapper: its payload rewritten, which runs as `(payload)` in its place.
+  std::string rewritten_payload;
   // allow-always: the patterns this segment would persist (its realpath; the parts' for a
   // sh -c wrapper; none for a shell, interpreter, builtin, blocked or unresolved command).
   std::vector<std::string> always_patterns;
@@ -71,6 +79,11 @@ struct AllowlistEvaluation {
   std::vector<SegmentEvaluation> segments;  // every pipeline segment of every part, in order
   // Analysis ok, every segment satisfied and none expands.
   bool satisfied = false;
+  // The first segment's `refused` (a deny in allowlist mode); "" when none is.
+  std::string refused;
+  // The command, or a shell payload in it, has a heredoc or a here-string: under
+  // strictInlineEval a deny, since it can feed code to an interpreter (reference §10).
+  bool heredoc = false;
   std::vector<std::string> inline_eval;  // hits, in segment order (shell-wrapper payloads too)
   std::string rewritten;                 // the command that runs when satisfied ("" otherwise)
   // Every segment matched an entry whose source is "allow-always", or the exact-command entry

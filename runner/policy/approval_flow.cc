@@ -88,6 +88,25 @@ ApprovalVerdict EvaluateApprovals(const Decision& decision, const std::string& c
   const bool allowlist_mode = v.security == config::Security::kAllowlist;
   const bool satisfied = allowlist_mode && v.eval.satisfied;
   const bool durable = v.eval.durable;
+  auto deny = [&v](std::string reason) {
+    v.verdict = Verdict::kDeny;
+    v.code = "denied";
+    v.reason = std::move(reason);
+    return std::move(v);
+  };
+  // Refused whatever an operator would say: forms OpenClaw denies (reference §10).
+  if (allowlist_mode && !v.eval.refused.empty()) return deny("exec denied: " + v.eval.refused);
+  if (exec.strict_inline_eval && v.eval.heredoc) {
+    return deny(
+        "exec denied: strict inline-eval mode refuses heredocs and here-strings (they can feed "
+        "code to an interpreter)");
+  }
+  // Nobody is asked under ask=off: a command the analysis cannot read is a miss, named by what
+  // the analysis refused (strictInlineEval does not turn it into a question).
+  if (allowlist_mode && v.ask == config::Ask::kOff && !v.eval.analysis_ok) {
+    return deny("exec denied: allowlist miss: the command cannot be analysed (" +
+                v.eval.analysis_reason + ")");
+  }
   if (exec.strict_inline_eval) {
     if (!v.eval.analysis_ok) {
       v.inline_eval_required = true;
@@ -110,12 +129,7 @@ ApprovalVerdict EvaluateApprovals(const Decision& decision, const std::string& c
   if (satisfied) v.command = v.eval.rewritten;
 
   if (!requires_approval) {
-    if (allowlist_mode && !satisfied && !durable) {
-      v.verdict = Verdict::kDeny;
-      v.code = "denied";
-      v.reason = "exec denied: allowlist miss";
-      return v;
-    }
+    if (allowlist_mode && !satisfied && !durable) return deny("exec denied: allowlist miss");
     v.verdict = Verdict::kAllow;
     v.reason = satisfied ? "allowlist satisfied"
                : durable

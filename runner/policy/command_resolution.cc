@@ -331,14 +331,30 @@ SegmentTarget ResolveSegment(const std::vector<std::string>& argv, const Resolve
     at = u.next;
   }
   t.command_index = at;
+  t.wrappers = t.commands.size() - 1;
   t.effective_argv.assign(argv.begin() + static_cast<std::ptrdiff_t>(at), argv.end());
   t.execution = t.commands.back().second;
   t.policy = t.execution;
-  // busybox sh -c ...: the policy target stays busybox, what runs is the applet's shell.
-  if (t.blocked.empty() && IsMultiplexer(CommandName(t.effective_argv[0])) &&
-      t.effective_argv.size() > 1 && IsShellName(CommandName(t.effective_argv[1]))) {
-    t.effective_argv.erase(t.effective_argv.begin());
-    t.command_index = at + 1;
+  if (!t.blocked.empty()) return t;
+  const std::string invoked = CommandName(t.effective_argv[0]);
+  if (IsMultiplexer(invoked)) {
+    // busybox sh -c ...: the policy target stays busybox, what runs is the applet's shell.
+    if (t.effective_argv.size() > 1 && IsShellName(CommandName(t.effective_argv[1]))) {
+      t.effective_argv.erase(t.effective_argv.begin());
+      t.command_index = at + 1;
+      t.multiplexed = true;
+    } else {
+      t.blocked = invoked + " is a multi-call binary: its allowlist entry does not cover " +
+                  (t.effective_argv.size() > 1 ? "the applet \"" + t.effective_argv[1] + "\""
+                                               : std::string("its applets"));
+    }
+    return t;
+  }
+  // ls -> busybox: an applet under its own name. A shell applet is judged as a shell.
+  const std::string real = CommandName(t.execution.real_path);
+  if (IsMultiplexer(real) && !IsShellName(invoked)) {
+    t.blocked = "\"" + t.effective_argv[0] + "\" is an applet of the multi-call binary " +
+                t.execution.real_path + ": its allowlist entry does not cover its applets";
   }
   return t;
 }

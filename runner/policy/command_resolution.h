@@ -1,6 +1,9 @@
 // What one analysed segment runs (reference §5.3, §10): argv[0] resolved to an executable file,
 // dispatch wrappers (`env`, `nice`, `nohup`, `time`, `timeout`) unwrapped up to depth 4, and
 // wrappers that change who or how a command runs (`sudo`, `doas`, `stdbuf`, `chrt`, ...) blocked.
+// Multi-call binaries (busybox, toybox; by name, or reached through a link whose real path is
+// one) are blocked as wrappers, except for a shell applet (`busybox sh ...`), whose payload the
+// allowlist evaluation judges: the multiplexer's own entry never covers its other applets.
 // Pure apart from the two probes in ResolveContext (injectable for tests).
 //
 // Pattern of use:
@@ -102,6 +105,11 @@ struct SegmentTarget {
   std::string blocked;
   // argv[0] of every wrapper and of the command, with their resolutions (for the rewrite).
   std::vector<std::pair<size_t, ExecutableResolution>> commands;
+  // How many dispatch wrappers were unwrapped before the command (`nice env ls`: 2).
+  size_t wrappers = 0;
+  // A shell applet of a multi-call binary (`busybox sh -c ...`): argv[command_index - 1] is the
+  // multiplexer, `policy` its resolution; `execution` too (what runs is the multiplexer).
+  bool multiplexed = false;
 };
 
 inline constexpr int kMaxDispatchWrapperDepth = 4;

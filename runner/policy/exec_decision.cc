@@ -1,6 +1,8 @@
 #include "runner/policy/exec_decision.h"
 
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "runner/policy/host_resolution.h"
 #include "runner/policy/preflight.h"
@@ -30,15 +32,33 @@ bool ReviewerEligible(const ApprovalVerdict& v) {
 }
 
 std::string HeadlessDenial(const ApprovalVerdict& v, const std::string& reason) {
-  return std::string(
-             "exec denied: Headless runs cannot wait for interactive exec approval.\n"
-             "Effective host exec policy: security=") +
-         SecurityName(v.security) + " ask=" + AskName(v.ask) +
-         " askFallback=" + SecurityName(v.ask_fallback) + "\nWhy approval is needed: " + v.reason +
-         " (" + reason +
-         ").\nFix: start `sandrun serve` so an operator can answer (`sandrun approvals approve "
-         "<id> allow-once`), add an allowlist entry (`sandrun approvals allowlist add "
-         "<pattern>`), or set tools.exec.ask=off / tools.exec.security=full.";
+  // Only fixes that would change the answer, and never a setting that is already in force.
+  std::vector<std::string> fixes = {
+      "start `sandrun serve` so an operator can answer (`sandrun approvals approve <id> "
+      "allow-once`)"};
+  if (v.inline_eval_required) {
+    fixes.push_back(
+        "run the program without inline code (strictInlineEval asks for it whatever the "
+        "allowlist or ask say)");
+  } else {
+    if (v.security == config::Security::kAllowlist && v.eval.analysis_ok) {
+      fixes.push_back("add an allowlist entry (`sandrun approvals allowlist add <pattern>`)");
+    }
+    // ask=off would not help: under an allowlist it turns a miss into a denial, and under
+    // security=full only ask=always asks.
+    if (v.ask == config::Ask::kAlways) fixes.push_back("set tools.exec.ask=on-miss");
+    if (v.security != config::Security::kFull) fixes.push_back("set tools.exec.security=full");
+  }
+  std::string text = std::string(
+                         "exec denied: Headless runs cannot wait for interactive exec approval.\n"
+                         "Effective host exec policy: security=") +
+                     SecurityName(v.security) + " ask=" + AskName(v.ask) +
+                     " askFallback=" + SecurityName(v.ask_fallback) +
+                     "\nWhy approval is needed: " + v.reason + " (" + reason + ").\nFix: ";
+  for (size_t i = 0; i < fixes.size(); ++i) {
+    text += (i == 0 ? "" : i + 1 == fixes.size() ? ", or " : ", ") + fixes[i];
+  }
+  return text + ".";
 }
 
 namespace {

@@ -540,6 +540,10 @@ std::string RenderShellCommand(const std::vector<ShellChainPart>& parts) {
     const std::vector<ShellSegment>& pipeline = parts[p].pipeline;
     for (size_t s = 0; s < pipeline.size(); ++s) {
       if (s > 0) out.append(" | ");
+      if (!pipeline[s].group.empty()) {
+        out.append("(").append(pipeline[s].group).append(")");
+        continue;
+      }
       bool first = true;
       auto space = [&] {
         if (!first) out.push_back(' ');

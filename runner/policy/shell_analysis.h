@@ -85,6 +85,10 @@ struct ShellWord {
 struct ShellSegment {
   std::vector<std::string> assignments;  // leading NAME=value words, text after quote removal
   std::vector<ShellWord> words;          // argv words; non-empty in an accepted analysis
+  // Set only by a rewrite, never by the analyser: a command line that RenderShellCommand writes
+  // as a subshell `(group)` in place of the assignments and words (the rewritten payload of an
+  // allowlisted `sh -c '...'`, which then runs without the shell).
+  std::string group;
 
   std::vector<std::string> Argv() const;  // the words' texts
   bool Expands() const;                   // any word expands
@@ -117,9 +121,11 @@ std::string QuoteShellWord(std::string_view word);
 
 // Rebuilds a command line from parts (e.g. with argv[0] replaced by a resolved path): each
 // segment is its assignments (NAME= kept bare, the value quoted) and its words' texts, quoted
-// with QuoteShellWord and joined by spaces; segments joined by " | "; parts joined by " && ",
+// with QuoteShellWord and joined by spaces, or `(group)` when the segment has a group (written
+// as is: it is itself a rendered command line); segments joined by " | "; parts joined by " && ",
 // " || " or "; " per their op (the first part's op is ignored; a later kFirst renders as "; ").
-// Analysing the result gives back the same assignments and argv, with every expands false.
+// Without groups, analysing the result gives back the same assignments and argv, with every
+// expands false (a group analyses as a subshell: refused).
 std::string RenderShellCommand(const std::vector<ShellChainPart>& parts);
 
 const char* ChainOpText(ChainOp op);  // "", "&&", "||", ";"

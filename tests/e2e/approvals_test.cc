@@ -556,7 +556,8 @@ TEST_F(Approvals, AllowAlwaysPersistsTheResolvedPathAndTheNextRunNeedsNoApproval
   EXPECT_EQ(Allowlist().size(), 1u) << "no duplicate entry";
 }
 
-TEST_F(Approvals, AllowAlwaysOnAShellWrapperPersistsOnlyTheExactCommand) {
+// A shell's payload is what allow-always persists, never the shell: one command or several.
+TEST_F(Approvals, AllowAlwaysOnAShellWrapperPersistsThePayloadNeverTheShell) {
   Gateway("on-miss");
   StartServer();
   const std::string command = "sh -c 'ls " + workspace_ + "'";
@@ -565,15 +566,20 @@ TEST_F(Approvals, AllowAlwaysOnAShellWrapperPersistsOnlyTheExactCommand) {
   ASSERT_EQ(approved.exit_code, 0) << approved.out << approved.err;
   auto entries = Allowlist();
   ASSERT_EQ(entries.size(), 1u) << ReadFile(ApprovalsPath());
-  EXPECT_EQ(entries[0].pattern, "=command:" + Sha256Hex(command).substr(0, 16));
+  EXPECT_EQ(entries[0].pattern, ls_);
   EXPECT_EQ(entries[0].source, "allow-always");
 
   auto again = Exec({"--json"}, command);
   EXPECT_EQ(Details(Parsed(again.out), "status"), "completed") << again.out;
   EXPECT_EQ(Details(Parsed(again.out), "aggregated"), "a.txt") << again.out;
-  // Any other shell payload still needs an approval: the shell itself was not allowlisted.
+  // Another payload of ls runs too; a payload of anything else still needs an approval, and so
+  // does a shell with no payload to judge.
   auto other = Exec({"--json"}, "sh -c 'ls -a " + workspace_ + "'");
-  EXPECT_EQ(Details(Parsed(other.out), "status"), "approval-pending") << other.out;
+  EXPECT_EQ(Details(Parsed(other.out), "status"), "completed") << other.out;
+  auto cat = Exec({"--json"}, "sh -c 'cat " + workspace_ + "/a.txt'");
+  EXPECT_EQ(Details(Parsed(cat.out), "status"), "approval-pending") << cat.out;
+  auto script = Exec({"--json"}, "sh " + workspace_ + "/a.txt");
+  EXPECT_EQ(Details(Parsed(script.out), "status"), "approval-pending") << script.out;
 }
 
 TEST_F(Approvals, AllowAlwaysOnAnInterpreterNeverPersistsTheInterpreter) {
@@ -986,7 +992,11 @@ TEST_F(Approvals, PolicyCheckAgreesWithExecOnEveryRow) {
       {"sudo echo hi", "deny", nullptr, ""},
       {"FOO=1 ls {WS}", "deny", nullptr, ""},
       {"sh -c 'echo a && echo b'", "allow", "a\nb\n", ""},
-      {"sh -c 'echo a'", "deny", nullptr, ""},
+      {"sh -c 'echo a'", "allow", "a\n", ""},  // runs as (/usr/bin/echo a): no shell
+      {"sh -c 'echo a' zero", "deny", nullptr, ""},
+      {"/bin/sh -c 'echo a && echo b'", "deny", nullptr, ""},
+      {"env sh -c 'echo a && echo b'", "deny", nullptr, ""},
+      {"bash {WS}/a.txt", "deny", nullptr, ""},
       {"sh -c 'echo a && cat {WS}/a.txt'", "deny", nullptr, ""},
       {"bash -lc 'echo a && echo b'", "deny", nullptr, ""},
       {"no-such-command-xyz", "deny", nullptr, ""},
