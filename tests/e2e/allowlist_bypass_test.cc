@@ -16,6 +16,8 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "tests/e2e/sandrun_home.h"
 
@@ -120,6 +122,80 @@ TEST_F(AllowlistBypass, AllowlistedGitDoesNotRunAnAliasCommand) {
   auto ok = Run("git --version");
   EXPECT_EQ(ok.exit_code, 0) << ok.err;
   EXPECT_TRUE(ok.out.starts_with("git version")) << ok.out;
+}
+
+// Issue 18: an allowlisted shell allows nothing by itself. Each form really runs its payload
+// under security=full (the control); under security=allowlist with the shells on the list it is
+// refused and nothing runs, while `sh -c` of an allowlisted payload runs without the shell.
+TEST_F(AllowlistBypass, AllowlistedShellAllowsNothingByItself) {
+  const std::string echo = Which("echo");
+  const std::string dash = Which("dash");
+  const std::string busybox = Which("busybox");
+  std::vector<std::string> list = {bash_, echo};
+  if (!dash.empty()) list.push_back(dash);
+  if (!busybox.empty()) list.push_back(busybox);
+  AllowOnly(list);
+  const std::string script = workspace_ + "/job.sh";
+  std::ofstream(script) << "touch " << markers_ << "/script\n";
+  struct Form {
+    std::string command, marker;
+  };
+  std::vector<Form> forms = {
+      {"bash -c 'touch " + markers_ + "/payload'", markers_ + "/payload"},
+      {"bash " + script, markers_ + "/script"},
+      {"echo 'touch " + markers_ + "/stdin' | bash", markers_ + "/stdin"},
+      {"bash -lc 'echo a && touch " + markers_ + "/login'", markers_ + "/login"},
+      {"env sh -c 'echo a && touch " + markers_ + "/env'", markers_ + "/env"},
+      {bash_ + " -c 'echo a && touch " + markers_ + "/path'", markers_ + "/path"},
+  };
+  if (!busybox.empty()) {
+    forms.push_back({"busybox touch " + markers_ + "/applet", markers_ + "/applet"});
+  }
+  for (const Form& f : forms) {
+    SCOPED_TRACE(f.command);
+    Gateway("allowlist");
+    auto check = PolicyCheck(f.command);
+    EXPECT_EQ(JsonString(check, "decision"), "deny") << ToJson(check);
+    auto r = Run(f.command);
+    EXPECT_EQ(r.exit_code, 125) << r.out << r.err;
+    EXPECT_TRUE(Contains(r.err, "sandrun: exec denied: ")) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(f.marker)) << "ran under security=allowlist";
+    Gateway("full");
+    Run(f.command);
+    EXPECT_TRUE(std::filesystem::exists(f.marker)) << "control: the form runs its payload";
+  }
+  // The payload of an allowlisted program runs, as the payload alone: no shell is started.
+  Gateway("allowlist");
+  auto check = PolicyCheck("sh -c 'echo a  b'");
+  EXPECT_EQ(JsonString(check, "decision"), "allow") << ToJson(check);
+  EXPECT_EQ(JsonString(check, "rewritten"), "(" + echo + " a b)") << ToJson(check);
+  auto ok = Run("sh -c 'echo a  b' && sh -c 'echo c; echo d'");
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_EQ(ok.out, "a b\nc\nd\n");
+}
+
+// Issue 18: with a catch-all allowlist, strictInlineEval and ask=off, a command the analyser
+// refuses is denied naming what it refused, and the refusal suggests nothing already in force.
+TEST_F(AllowlistBypass, AskOffDeniesAnUnanalysableCommandByItsCategory) {
+  Config(R"({"sandbox": {"mode": "off"}, "tools": {"exec": {"loginShellPath": false, )"
+         R"("security": "allowlist", "ask": "off", "strictInlineEval": true}}})");
+  AllowOnly({"*"});
+  const std::string marker = markers_ + "/redirected";
+  const std::string command = "echo hi > " + marker;
+  auto check = PolicyCheck(command);
+  EXPECT_EQ(JsonString(check, "decision"), "deny") << ToJson(check);
+  auto r = Run(command);
+  EXPECT_EQ(r.exit_code, 125) << r.out << r.err;
+  EXPECT_TRUE(Contains(
+      r.err, "sandrun: exec denied: allowlist miss: the command cannot be analysed (redirect)\n"))
+      << r.err;
+  EXPECT_FALSE(Contains(r.err, "ask=off")) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(marker));
+  // A heredoc is denied under strictInlineEval whatever ask says.
+  auto heredoc = Run("python3 <<EOF\nopen('" + marker + "', 'w')\nEOF");
+  EXPECT_EQ(heredoc.exit_code, 125) << heredoc.out << heredoc.err;
+  EXPECT_TRUE(Contains(heredoc.err, "heredoc")) << heredoc.err;
+  EXPECT_FALSE(std::filesystem::exists(marker));
 }
 
 }  // namespace
