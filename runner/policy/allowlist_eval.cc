@@ -309,9 +309,10 @@ class Evaluator {
       return;
     }
     if (!form.canonical) {
-      s->miss = "a shell with no analysable payload (a script, stdin, -s, -i, options or "
-                "arguments after the payload) needs approval; only " +
-                shell + " -c '...' is evaluated";
+      s->miss =
+          "a shell with no analysable payload (a script, stdin, -s, -i, options or "
+          "arguments after the payload) needs approval; only " +
+          shell + " -c '...' is evaluated";
       return;
     }
     if (!unanalysable.empty()) {

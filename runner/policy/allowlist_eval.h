@@ -57,8 +57,8 @@ struct SegmentEvaluation {
   // Why it is refused outright in allowlist mode, whatever an operator or an entry would say (a
   // shell behind a wrapper, given by path or as a login shell: reference §10 denies them).
   std::string refused;
-  std::string miss;             // why it is not satisfied (blocked, unresolved, no match, ...)
-  bool expands = false;         // a glob, brace or ~ word: always needs approval
+  std::string miss;      // why it is not satisfied (blocked, unresolved, no match, ...)
+  bool expands = false;  // a glob, brace or ~ word: always needs approval
   std::optional<std::string> inline_eval;   // "python3 -c", "awk inline program", ...
   std::optional<std::string> exec_option;   // "git -c", "vim (runs commands itself)", ...
   bool shell_wrapper = false;               // a shell: judged by its -c payload only

@@ -24,17 +24,17 @@ namespace {
 
 using config::Ask;
 using config::Security;
+using testing::FakeMachine;
 using ::testing::HasSubstr;
 using ::testing::Not;
-using testing::FakeMachine;
 
 const FakeMachine& Machine() {
   static const FakeMachine m = [] {
     FakeMachine f = FakeMachine::WithBins(
-        {"ls",    "echo",  "cat",  "wc",     "head", "tail",    "cut",  "tr",   "uniq", "sort",
-         "grep",  "jq",    "rm",   "python3", "node", "awk",    "sed",  "find", "xargs", "env",
-         "nice",  "nohup", "timeout", "sudo", "bash", "zsh",    "fish", "busybox", "git",
-         "make",  "perl",  "stdbuf", "printf", "true", "test", "dash"});
+        {"ls",      "echo", "cat",  "wc",    "head",    "tail",   "cut",  "tr",   "uniq",
+         "sort",    "grep", "jq",   "rm",    "python3", "node",   "awk",  "sed",  "find",
+         "xargs",   "env",  "nice", "nohup", "timeout", "sudo",   "bash", "zsh",  "fish",
+         "busybox", "git",  "make", "perl",  "stdbuf",  "printf", "true", "test", "dash"});
     f.files["/usr/bin/sh"] = "/usr/bin/dash";
     f.files["/bin/sh"] = "/usr/bin/dash";
     f.files["/home/u/bin/tool"] = "/home/u/bin/tool";
@@ -53,10 +53,10 @@ constexpr List kStar = List::kStar;      // *
 std::vector<config::AllowlistEntry> EntriesFor(List list) {
   switch (list) {
     case List::kShells:
-      return FakeMachine::Entries({"/usr/bin/ls", "/usr/bin/echo", "/usr/bin/cat",
-                                   "/usr/bin/bash", "/usr/bin/dash", "/usr/bin/zsh",
-                                   "/usr/bin/busybox", "/usr/bin/python3", "/usr/bin/xargs",
-                                   "/usr/bin/git", "~/bin/*"});
+      return FakeMachine::Entries({"/usr/bin/ls", "/usr/bin/echo", "/usr/bin/cat", "/usr/bin/bash",
+                                   "/usr/bin/dash", "/usr/bin/zsh", "/usr/bin/busybox",
+                                   "/usr/bin/python3", "/usr/bin/xargs", "/usr/bin/git",
+                                   "~/bin/*"});
     case List::kGlob:
       return FakeMachine::Entries({"/usr/bin/*"});
     case List::kStar:
@@ -99,8 +99,8 @@ class OpenClawParityTest : public ::testing::TestWithParam<Row> {};
 TEST_P(OpenClawParityTest, NeverMorePermissive) {
   const Row& row = GetParam();
   config::AgentSettings settings;
-  settings.exec.safe_bins = std::vector<std::string>{"cut", "uniq", "head", "tail", "tr", "wc",
-                                                     "sort"};
+  settings.exec.safe_bins =
+      std::vector<std::string>{"cut", "uniq", "head", "tail", "tr", "wc", "sort"};
   settings.exec.skill_bin_dirs = {};
   ApprovalVerdict v = Machine().Evaluate(row.command, Security::kAllowlist, row.ask, row.strict,
                                          EntriesFor(row.list), settings);
@@ -160,8 +160,7 @@ INSTANTIATE_TEST_SUITE_P(
         Row{"bash_i", kShells, false, kMiss, "bash -i", Q, Q},
         Row{"sh_c_extra_args", kShells, false, kMiss, "sh -c 'ls' zero one", Q, Q},
         Row{"bash_lc", kShells, false, kMiss, "bash -lc 'ls'", D, D, "", "login shell"},
-        Row{"bash_l_c", kShells, false, kOff, "bash -l -c 'ls && echo x'", D, D, "",
-            "login shell"},
+        Row{"bash_l_c", kShells, false, kOff, "bash -l -c 'ls && echo x'", D, D, "", "login shell"},
         Row{"bin_sh_path", kShells, false, kMiss, "/bin/sh -c 'ls'", D, D, "", "given by path"},
         Row{"bash_path_chain", kShells, false, kMiss, "/usr/bin/bash -c 'ls && echo x'", D, D},
         Row{"shell_link_other_name", kShells, false, kMiss, "~/bin/mysh -c 'ls'", D, D, "",
@@ -170,8 +169,8 @@ INSTANTIATE_TEST_SUITE_P(
         Row{"nice_sh_c", kShells, false, kMiss, "nice sh -c 'ls'", D, D, "", "behind a wrapper"},
         Row{"nohup_sh_c", kShells, false, kMiss, "nohup sh -c 'ls'", D, D},
         Row{"timeout_bash_c", kShells, false, kOff, "timeout 5 bash -c 'ls && echo'", D, D},
-        Row{"payload_refused_inside", kShells, false, kMiss, "sh -c 'ls && env sh -c ls'", D, D,
-            "", "behind a wrapper"},
+        Row{"payload_refused_inside", kShells, false, kMiss, "sh -c 'ls && env sh -c ls'", D, D, "",
+            "behind a wrapper"},
         Row{"zsh_c_chain", kShells, false, kOff, "zsh -c 'ls; echo x'", A, A, "",
             "(/usr/bin/ls; /usr/bin/echo x)"},
         Row{"fish_c", kShells, false, kMiss, "fish -c 'ls'", Q, Q, "", "POSIX sh"},
@@ -179,8 +178,7 @@ INSTANTIATE_TEST_SUITE_P(
         Row{"payload_redirect_ask", kShells, false, kMiss, "sh -c 'ls > /tmp/x'", Q, Q, "",
             "shell payload cannot be analysed (redirect)"},
         // Multi-call binaries: only shell applets, judged by their payload.
-        Row{"busybox_sh_c", kShells, false, kOff, "busybox sh -c 'ls'", A, A, "",
-            "(/usr/bin/ls)"},
+        Row{"busybox_sh_c", kShells, false, kOff, "busybox sh -c 'ls'", A, A, "", "(/usr/bin/ls)"},
         Row{"busybox_sh_c_unlisted", kShells, false, kOff, "busybox sh -c 'rm x'", D, D},
         Row{"busybox_rm", kShells, false, kOff, "busybox rm -rf /tmp/x", D, D, "",
             "allowlist miss"},
@@ -197,10 +195,10 @@ INSTANTIATE_TEST_SUITE_P(
         // Interpreters.
         Row{"python_c", kShells, false, kOff, "python3 -c 'print(1)'", A, A},
         Row{"python_c_strict", kShells, true, kOff, "python3 -c 'print(1)'", Q, Q},
-        Row{"python_heredoc_strict", kShells, true, kMiss, "python3 <<EOF\nprint(1)\nEOF", D, D,
-            "", "heredoc"},
-        Row{"python_heredoc_strict_off", kShells, true, kOff, "python3 <<'EOF'\nprint(1)\nEOF",
-            D, D},
+        Row{"python_heredoc_strict", kShells, true, kMiss, "python3 <<EOF\nprint(1)\nEOF", D, D, "",
+            "heredoc"},
+        Row{"python_heredoc_strict_off", kShells, true, kOff, "python3 <<'EOF'\nprint(1)\nEOF", D,
+            D},
         Row{"python_heredoc", kShells, false, kMiss, "python3 <<EOF\nprint(1)\nEOF", Q, Q},
         Row{"heredoc_in_payload_strict", kShells, true, kMiss,
             "sh -c 'python3 <<EOF\nprint(1)\nEOF'", D, D, "", "heredoc"},
@@ -285,17 +283,17 @@ TEST(ShellRewriteTest, RewrittenPayloadRunsAsThePayloadWould) {
   const std::string command =
       "sh -c 'cd / && pwd' && pwd && sh -c \"echo 'a  b' && ls /nonexistent-sandrun\" || echo "
       "fell-through";
-  ApprovalVerdict v = real.Evaluate(command, Security::kAllowlist, Ask::kOff, false,
-                                    FakeMachine::Entries({"/usr/bin/echo", "/usr/bin/ls"}),
-                                    settings, "/usr/bin");
+  ApprovalVerdict v =
+      real.Evaluate(command, Security::kAllowlist, Ask::kOff, false,
+                    FakeMachine::Entries({"/usr/bin/echo", "/usr/bin/ls"}), settings, "/usr/bin");
   ASSERT_EQ(v.verdict, Verdict::kAllow) << v.reason;
   EXPECT_EQ(v.command,
             "(cd / && pwd) && pwd && (/usr/bin/echo 'a  b' && /usr/bin/ls /nonexistent-sandrun) "
             "|| /usr/bin/echo fell-through");
   auto run = [](const std::string& text) {
     std::string out;
-    FILE* p = ::popen(("cd /tmp && /bin/sh -c " + QuoteShellWord(text) + " 2>/dev/null").c_str(),
-                      "r");
+    FILE* p =
+        ::popen(("cd /tmp && /bin/sh -c " + QuoteShellWord(text) + " 2>/dev/null").c_str(), "r");
     if (p == nullptr) return out;
     char buf[256];
     size_t n = 0;
