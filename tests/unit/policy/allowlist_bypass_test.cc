@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "runner/policy/approval_flow.h"
+#include "tests/unit/policy/fake_machine.h"
 
 namespace sandrun::policy {
 namespace {
@@ -27,23 +28,23 @@ using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
 // The fake machine: executable -> real path.
-const std::map<std::string, std::string>& Files() {
-  static const std::map<std::string, std::string> files = [] {
-    std::map<std::string, std::string> f;
+const testing::FakeMachine& Machine() {
+  static const testing::FakeMachine m = [] {
+    testing::FakeMachine f;
     for (const char* name :
          {"ls",   "echo", "cat",   "git",  "tar",     "zip",    "ssh",    "scp",  "sftp",
           "less", "man",  "rsync", "sort", "busybox", "strace", "printf", "env",  "test",
           "bash", "zsh",  "wget",  "nice", "fish",    "tcsh",   "sed",    "find", "xargs"}) {
-      f[std::string("/usr/bin/") + name] = std::string("/usr/bin/") + name;
+      f.files[std::string("/usr/bin/") + name] = std::string("/usr/bin/") + name;
     }
-    f["/usr/bin/sh"] = "/usr/bin/dash";
-    f["/usr/bin/vim.basic"] = "/usr/bin/vim.basic";
-    f["/usr/bin/vi"] = "/usr/bin/vim.basic";  // /etc/alternatives/vi -> vim.basic
-    f["/usr/bin/vim"] = "/usr/bin/vim.basic";
-    f["/usr/bin/mytar"] = "/usr/bin/tar";  // a link with another name
+    f.files["/usr/bin/sh"] = "/usr/bin/dash";
+    f.files["/usr/bin/vim.basic"] = "/usr/bin/vim.basic";
+    f.files["/usr/bin/vi"] = "/usr/bin/vim.basic";  // /etc/alternatives/vi -> vim.basic
+    f.files["/usr/bin/vim"] = "/usr/bin/vim.basic";
+    f.files["/usr/bin/mytar"] = "/usr/bin/tar";  // a link with another name
     return f;
   }();
-  return files;
+  return m;
 }
 
 struct Row {
@@ -79,34 +80,8 @@ class AllowlistBypassTest : public ::testing::TestWithParam<Row> {
   }
 
   ApprovalVerdict Evaluate(const Row& row, std::vector<config::AllowlistEntry> entries) {
-    settings_.exec.strict_inline_eval = row.strict;
-    Decision d;
-    d.effective_host = Host::kGateway;
-    d.effective.security = row.security;
-    d.effective.ask = row.ask;
-    d.approvals_apply = true;
-    ApprovalInputs in;
-    in.settings = &settings_;
-    in.approvals.security = Security::kFull;  // the file tightens nothing here
-    in.approvals.ask = Ask::kOff;
-    in.approvals.ask_fallback = Security::kFull;
-    in.approvals.allowlist = std::move(entries);
-    static const std::map<std::string, SafeBinProfile> builtin = [] {
-      auto p = LoadSafeBinProfiles(SANDRUN_TEST_PROFILES_DIR);
-      return p ? *p : std::map<std::string, SafeBinProfile>{};
-    }();
-    in.builtin_safe_bin_profiles = &builtin;
-    // in.exec_options stays null: the shipped table, as the exec path loads it.
-    in.resolve.path = "/usr/bin";
-    in.resolve.cwd = "/work";
-    in.resolve.home = "/home/u";
-    in.resolve.is_executable = [](const std::string& p) { return Files().count(p) > 0; };
-    in.resolve.real_path = [](const std::string& p) {
-      auto it = Files().find(p);
-      return it == Files().end() ? std::string() : it->second;
-    };
-    in.analyse_always = true;
-    return EvaluateApprovals(d, row.command, in);
+    return Machine().Evaluate(row.command, row.security, row.ask, row.strict, std::move(entries),
+                              settings_, "/usr/bin");
   }
 
   void Check(const Row& row, const ApprovalVerdict& v) {
