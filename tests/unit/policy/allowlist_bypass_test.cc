@@ -427,8 +427,8 @@ TEST_F(ExecOptionTest, ACallersTableReplacesTheBuiltinOne) {
   in.exec_options = &empty;
   in.resolve.path = "/usr/bin";
   in.resolve.cwd = "/work";
-  in.resolve.is_executable = [](const std::string& p) { return Files().count(p) > 0; };
-  in.resolve.real_path = [](const std::string& p) { return Files().at(p); };
+  in.resolve.is_executable = [](const std::string& p) { return Machine().files.count(p) > 0; };
+  in.resolve.real_path = [](const std::string& p) { return Machine().files.at(p); };
   EXPECT_EQ(EvaluateApprovals(d, "git -c alias.x=y x", in).verdict, Verdict::kAllow);
 }
 
