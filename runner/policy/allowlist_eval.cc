@@ -210,6 +210,17 @@ class Evaluator {
       s.needs_exact_entry = true;
       return s;
     }
+    if (!t.policy.resolved() && t.wrappers == 0 && IsShellBuiltin(t.effective_argv[0])) {
+      // `. x`, `source x`, `trap CODE EXIT`, `export X`: no file, so the shell runs its own
+      // command; `*` (which matches unresolved commands) does not authorise the shell's own.
+      s.miss = "\"" + t.effective_argv[0] +
+               "\" is a shell builtin: allowlist entries authorise programs, not the shell's "
+               "own commands";
+      s.inline_eval = ShellBuiltinInlineEval(t.effective_argv);
+      if (s.inline_eval) out_->inline_eval.push_back(*s.inline_eval);
+      s.needs_exact_entry = true;
+      return s;
+    }
     if (auto index = MatchAllowlist(patterns_, t.policy.Target(), in_.resolve.home)) {
       s.satisfied_by = "allowlist";
       s.entry = *index;

@@ -1,6 +1,7 @@
 #include "runner/policy/inline_eval.h"
 
 #include <algorithm>
+#include <cctype>
 #include <span>
 
 #include "sandbox/base/strings.h"
@@ -43,8 +44,15 @@ constexpr NamedFamily kFamilies[] = {
     {"sed", Family::kSed},       {"gsed", Family::kSed},       {"xargs", Family::kXargs},
 };
 
-constexpr std::string_view kShells[] = {"sh",  "bash", "zsh",  "dash",  "ksh",  "mksh", "fish",
-                                        "ash", "csh",  "tcsh", "rbash", "yash", "posh"};
+// Shells by their base name (ShellBase strips version and build suffixes: ksh93, zsh5,
+// bash-static, mksh-static). The first group reads -c payloads as POSIX sh; the second are
+// shells of other languages (never POSIX: a payload is not analysable for them).
+constexpr std::string_view kPosixShells[] = {"sh",    "bash",  "zsh",  "dash", "ksh",  "mksh",
+                                             "ash",   "rbash", "yash", "posh", "lksh", "oksh",
+                                             "loksh", "pdksh", "hush", "sash", "rksh", "bosh"};
+constexpr std::string_view kOtherShells[] = {"fish", "csh",   "tcsh", "rc",   "es",    "elvish",
+                                             "nu",   "xonsh", "pwsh", "ion",  "murex", "oil",
+                                             "osh",  "ysh",   "scsh", "closh"};
 
 char LowerChar(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
 
@@ -325,14 +333,36 @@ bool IsInterpreterLike(std::string_view name) {
   return FamilyOf(base) != Family::kNone;
 }
 
-bool IsShellName(std::string_view name) {
-  const std::string base = Lower(Basename(name));
-  return std::find(std::begin(kShells), std::end(kShells), base) != std::end(kShells);
+namespace {
+
+// "ksh93" -> "ksh", "bash-static" -> "bash", "zsh-5.9" -> "zsh": the lowercased basename without
+// a trailing -static/.static and without trailing version digits and dots.
+std::string ShellBase(std::string_view name) {
+  std::string base = Lower(Basename(name));
+  for (std::string_view suffix : {"-static", ".static"}) {
+    if (base.size() > suffix.size() && base.ends_with(suffix)) {
+      base.resize(base.size() - suffix.size());
+    }
+  }
+  while (base.size() > 1 && (std::isdigit(static_cast<unsigned char>(base.back())) ||
+                             base.back() == '.' || base.back() == '-')) {
+    base.pop_back();
+  }
+  return base;
 }
 
+}  // namespace
+
 bool IsPosixShellName(std::string_view name) {
-  const std::string base = Lower(Basename(name));
-  return IsShellName(base) && base != "fish" && base != "csh" && base != "tcsh";
+  const std::string base = ShellBase(name);
+  return std::find(std::begin(kPosixShells), std::end(kPosixShells), base) !=
+         std::end(kPosixShells);
+}
+
+bool IsShellName(std::string_view name) {
+  const std::string base = ShellBase(name);
+  return IsPosixShellName(base) || std::find(std::begin(kOtherShells), std::end(kOtherShells),
+                                             base) != std::end(kOtherShells);
 }
 
 }  // namespace sandrun::policy

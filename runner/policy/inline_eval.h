@@ -59,13 +59,15 @@ std::optional<std::string> DetectInlineEval(const std::vector<std::string>& argv
 // suffix of digits and dots counts too (python3.11, perl5.36.0, lua5.4, node18).
 bool IsInterpreterLike(std::string_view name);
 
-// sh bash zsh dash ksh mksh fish ash, plus csh tcsh rbash yash posh (basename, lowercased).
-// busybox and toybox are multiplexers, not shells.
+// A shell, by its basename lowercased without a -static suffix or a version (ksh93, zsh5,
+// bash-static): the POSIX ones below, and fish csh tcsh rc es elvish nu xonsh pwsh ion murex
+// oil osh ysh scsh closh. busybox and toybox are multiplexers, not shells.
 bool IsShellName(std::string_view name);
 
-// The shells of IsShellName that read a -c payload with POSIX sh quoting and operators (the
-// analyser's and RenderShellCommand's): sh bash zsh dash ksh mksh ash rbash yash posh. Not fish
-// (backslash escapes inside single quotes), csh and tcsh (history `!`, no newline in quotes).
+// The shells that read a -c payload with POSIX sh quoting and operators (the analyser's and
+// RenderShellCommand's): sh bash zsh dash ksh mksh ash rbash yash posh lksh oksh loksh pdksh
+// hush sash rksh bosh. Not fish (backslash escapes inside single quotes), csh and tcsh (history
+// `!`, no newline in quotes) nor the other languages' shells.
 bool IsPosixShellName(std::string_view name);
 
 }  // namespace sandrun::policy

@@ -87,4 +87,45 @@ std::optional<BuiltinEvaluation> SafeBuiltinEvaluation(const std::vector<std::st
   return TestEvaluation(name, std::span<const std::string>(argv).subspan(1));
 }
 
+namespace {
+
+// bash 5.2 (`enable -a`), dash 0.5.12, zsh 5.9 and ksh93 builtins besides the safe ones.
+constexpr std::string_view kShellBuiltins[] = {
+    ".",        "alias",      "autoload",  "bg",      "bind",      "bindkey",  "break",
+    "builtin",  "caller",     "chdir",     "command", "compgen",   "complete", "compopt",
+    "continue", "declare",    "dirs",      "disable", "disown",    "echo",     "emulate",
+    "enable",   "eval",       "exec",      "exit",    "export",    "false",    "fc",
+    "fg",       "float",      "functions", "getln",   "getopts",   "hash",     "help",
+    "history",  "integer",    "jobs",      "kill",    "let",       "limit",    "local",
+    "logout",   "mapfile",    "nameref",   "noglob",  "popd",      "print",    "printf",
+    "pushd",    "pushln",     "r",         "read",    "readarray", "readonly", "rehash",
+    "return",   "sched",      "set",       "setopt",  "shift",     "shopt",    "source",
+    "suspend",  "times",      "trap",      "type",    "typeset",   "ulimit",   "umask",
+    "unalias",  "unfunction", "unhash",    "unlimit", "unset",     "unsetopt", "vared",
+    "wait",     "whence",     "where",     "which",   "zcompile",  "zformat",  "zle",
+    "zmodload", "zparseopts", "zstyle"};
+
+// Builtins that run a string they are given as shell code.
+constexpr std::string_view kEvaluatingBuiltins[] = {
+    "trap",   "eval", "fc",    "bind",   "complete", "compgen",  "mapfile",  "readarray", "let",
+    "source", ".",    "alias", "enable", "sched",    "autoload", "zmodload", "emulate",   "r"};
+
+template <size_t N>
+bool Listed(const std::string_view (&list)[N], std::string_view word) {
+  return std::find(std::begin(list), std::end(list), word) != std::end(list);
+}
+
+}  // namespace
+
+bool IsShellBuiltin(std::string_view word) { return Listed(kShellBuiltins, word); }
+
+std::optional<std::string> ShellBuiltinInlineEval(const std::vector<std::string>& argv) {
+  if (argv.empty()) return std::nullopt;
+  if (Listed(kEvaluatingBuiltins, argv[0])) return argv[0] + " inline command";
+  for (size_t i = 1; i < argv.size(); ++i) {
+    if (argv[i].find('[') != std::string::npos) return argv[0] + " subscript";
+  }
+  return std::nullopt;
+}
+
 }  // namespace sandrun::policy

@@ -44,4 +44,15 @@ struct BuiltinEvaluation {
 // nullopt when no argument of `argv` (argv[0] a safe builtin) can be evaluated as code.
 std::optional<BuiltinEvaluation> SafeBuiltinEvaluation(const std::vector<std::string>& argv);
 
+// The other builtins of bash, dash, zsh and ksh (`.`, source, trap, export, read, alias, ...):
+// a command word that names one and resolves to no file runs the shell's own command, which an
+// allowlist entry (even `*`, which matches unresolved commands) never authorises.
+bool IsShellBuiltin(std::string_view word);
+
+// For argv[0] a shell builtin: the inline-eval description when the shell would run code given
+// in its arguments ("trap inline command": trap eval fc bind complete compgen mapfile readarray
+// let source . alias enable, or any argument shaped NAME[...], whose subscript read export
+// declare unset ... evaluate as arithmetic), nullopt otherwise.
+std::optional<std::string> ShellBuiltinInlineEval(const std::vector<std::string>& argv);
+
 }  // namespace sandrun::policy

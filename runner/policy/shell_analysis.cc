@@ -541,7 +541,9 @@ std::string RenderShellCommand(const std::vector<ShellChainPart>& parts) {
     for (size_t s = 0; s < pipeline.size(); ++s) {
       if (s > 0) out.append(" | ");
       if (!pipeline[s].group.empty()) {
-        out.append("(").append(pipeline[s].group).append(")");
+        // Spaced: bash, zsh and ksh read `((...))` (a group that starts with a group) as an
+        // arithmetic command, which expands $(...) even inside single quotes.
+        out.append("( ").append(pipeline[s].group).append(" )");
         continue;
       }
       bool first = true;

@@ -121,8 +121,9 @@ std::string QuoteShellWord(std::string_view word);
 
 // Rebuilds a command line from parts (e.g. with argv[0] replaced by a resolved path): each
 // segment is its assignments (NAME= kept bare, the value quoted) and its words' texts, quoted
-// with QuoteShellWord and joined by spaces, or `(group)` when the segment has a group (written
-// as is: it is itself a rendered command line); segments joined by " | "; parts joined by " && ",
+// with QuoteShellWord and joined by spaces, or `( group )` when the segment has a group (written
+// as is: it is itself a rendered command line; the spaces keep `( ( a ) )` from reading as
+// bash's arithmetic `((...))`); segments joined by " | "; parts joined by " && ",
 // " || " or "; " per their op (the first part's op is ignored; a later kFirst renders as "; ").
 // Without groups, analysing the result gives back the same assignments and argv, with every
 // expands false (a group analyses as a subshell: refused).

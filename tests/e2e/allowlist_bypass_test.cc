@@ -168,10 +168,24 @@ TEST_F(AllowlistBypass, AllowlistedShellAllowsNothingByItself) {
   Gateway("allowlist");
   auto check = PolicyCheck("sh -c 'echo a  b'");
   EXPECT_EQ(JsonString(check, "decision"), "allow") << ToJson(check);
-  EXPECT_EQ(JsonString(check, "rewritten"), "(" + echo + " a b)") << ToJson(check);
+  EXPECT_EQ(JsonString(check, "rewritten"), "( " + echo + " a b )") << ToJson(check);
   auto ok = Run("sh -c 'echo a  b' && sh -c 'echo c; echo d'");
   EXPECT_EQ(ok.exit_code, 0) << ok.err;
   EXPECT_EQ(ok.out, "a b\nc\nd\n");
+  // Red team: a nested shell first in a payload once rendered `((...))`, which bash (the gateway
+  // shell here) runs as arithmetic, expanding $(...) inside the single quotes.
+  const std::string nested = markers_ + "/nested";
+  auto quoted = Run(R"(sh -c "sh -c \"echo '\\\$(touch )" + nested + R"()'\"")");
+  EXPECT_EQ(quoted.exit_code, 0) << quoted.err;
+  EXPECT_EQ(quoted.out, "$(touch " + nested + ")\n");
+  EXPECT_FALSE(std::filesystem::exists(nested));
+  // Red team: `*` matches unresolved commands, not the shell's own (`.` runs a script).
+  AllowOnly({"*"});
+  const std::string sourced_script = workspace_ + "/sourced.sh";
+  std::ofstream(sourced_script) << "touch " << markers_ << "/sourced\n";
+  auto sourced = Run(". " + sourced_script);
+  EXPECT_EQ(sourced.exit_code, 125) << sourced.out << sourced.err;
+  EXPECT_FALSE(std::filesystem::exists(markers_ + "/sourced"));
 }
 
 // Issue 18: with a catch-all allowlist, strictInlineEval and ask=off, a command the analyser

@@ -158,11 +158,11 @@ INSTANTIATE_TEST_SUITE_P(
             "/usr/bin/timeout 5 /usr/bin/ls"},
         Row{"skills", "skilltool run", kAL, kOff, false, kDeny, "allowlist miss"},
         Row{"shell_wrapper_chain", "sh -c 'ls && echo hi'", kAL, kOff, false, kAllow,
-            "(/usr/bin/ls && /usr/bin/echo hi)"},
+            "( /usr/bin/ls && /usr/bin/echo hi )"},
         // The payload runs rewritten too: a `cd` inside cannot make ./x mean another file.
         Row{"shell_wrapper_cd", "sh -c 'cd /tmp && ls'", kAL, kOff, false, kAllow,
-            "(cd /tmp && /usr/bin/ls)"},
-        Row{"busybox_shell", "busybox sh -c 'ls'", kAL, kOff, false, kAllow, "(/usr/bin/ls)"},
+            "( cd /tmp && /usr/bin/ls )"},
+        Row{"busybox_shell", "busybox sh -c 'ls'", kAL, kOff, false, kAllow, "( /usr/bin/ls )"},
         Row{"python_allowlisted", "python3 script.py", kAL, kOff, false, kAllow,
             "/usr/bin/python3 script.py"},
         // Misses under ask=off are denied; under on-miss they ask.
@@ -181,7 +181,7 @@ INSTANTIATE_TEST_SUITE_P(
         Row{"env_modifier", "env FOO=1 ls", kAL, kMiss, false, kAsk, "env with options"},
         Row{"env_flag", "env -i ls", kAL, kMiss, false, kAsk, "env with options"},
         Row{"assignment_prefix", "FOO=1 ls", kAL, kMiss, false, kDeny, "variable assignments"},
-        Row{"shell_single_payload", "sh -c 'ls'", kAL, kMiss, false, kAllow, "(/usr/bin/ls)"},
+        Row{"shell_single_payload", "sh -c 'ls'", kAL, kMiss, false, kAllow, "( /usr/bin/ls )"},
         Row{"bash_lc", "bash -lc 'ls && echo'", kAL, kMiss, false, kDeny, "login shell"},
         Row{"env_sh_c", "env sh -c 'ls'", kAL, kMiss, false, kDeny, "behind a wrapper"},
         Row{"wrapper_depth", "nice nice nice nice nice ls", kAL, kMiss, false, kAsk,

@@ -306,7 +306,9 @@ INSTANTIATE_TEST_SUITE_P(
                       NameRow{"/usr/bin/zsh", true}, NameRow{"busybox", false},
                       NameRow{"toybox", false}, NameRow{"python3", false}, NameRow{"shell", false},
                       NameRow{"", false}, NameRow{"ssh", false}, NameRow{"sha256sum", false},
-                      NameRow{"/bin/sh/", false}, NameRow{"bash5", false}));
+                      NameRow{"/bin/sh/", false}, NameRow{"bash5", true}, NameRow{"ksh93", true},
+                      NameRow{"bash-static", true}, NameRow{"/usr/bin/mksh-static", true},
+                      NameRow{"shasum", false}));
 
 }  // namespace
 }  // namespace sandrun::policy

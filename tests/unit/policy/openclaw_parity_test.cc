@@ -40,6 +40,8 @@ const FakeMachine& Machine() {
     f.files["/home/u/bin/tool"] = "/home/u/bin/tool";
     f.files["/home/u/bin/mysh"] = "/usr/bin/bash";  // a shell under another name
     f.files["/work/run.sh"] = "/work/run.sh";
+    f.files["/usr/bin/ksh93"] = "/usr/bin/ksh93";              // shells under versioned or
+    f.files["/usr/bin/bash-static"] = "/usr/bin/bash-static";  // build names
     return f;
   }();
   return m;
@@ -143,15 +145,15 @@ INSTANTIATE_TEST_SUITE_P(
         Row{"bash_c_unlisted_ask", kShells, false, kMiss, "bash -c 'rm -rf /tmp/x'", Q, Q, "",
             "shell payload: no allowlist entry matches /usr/bin/rm"},
         Row{"bash_c_chain", kShells, false, kOff, "bash -c 'ls && echo hi'", A, A, "",
-            "(/usr/bin/ls && /usr/bin/echo hi)"},
+            "( /usr/bin/ls && /usr/bin/echo hi )"},
         Row{"sh_c_single", kShells, false, kMiss, "sh -c 'ls'", Q, A, kShellRewrite,
-            "(/usr/bin/ls)"},
+            "( /usr/bin/ls )"},
         Row{"sh_c_single_off", kShells, false, kOff, "sh -c 'ls -la'", Q, A, kShellRewrite,
-            "(/usr/bin/ls -la)"},
+            "( /usr/bin/ls -la )"},
         Row{"sh_c_nested", kShells, false, kOff, "sh -c 'sh -c \"ls && echo x\"'", Q, A,
-            kShellRewrite, "((/usr/bin/ls && /usr/bin/echo x))"},
+            kShellRewrite, "( ( /usr/bin/ls && /usr/bin/echo x ) )"},
         Row{"sh_c_in_chain", kShells, false, kOff, "echo a && sh -c 'ls || echo b'", A, A, "",
-            "/usr/bin/echo a && (/usr/bin/ls || /usr/bin/echo b)"},
+            "/usr/bin/echo a && ( /usr/bin/ls || /usr/bin/echo b )"},
         Row{"bash_script", kShells, false, kOff, "bash run.sh", D, D},
         Row{"bash_script_ask", kShells, false, kMiss, "bash run.sh", Q, Q, "",
             "no analysable payload"},
@@ -172,13 +174,14 @@ INSTANTIATE_TEST_SUITE_P(
         Row{"payload_refused_inside", kShells, false, kMiss, "sh -c 'ls && env sh -c ls'", D, D, "",
             "behind a wrapper"},
         Row{"zsh_c_chain", kShells, false, kOff, "zsh -c 'ls; echo x'", A, A, "",
-            "(/usr/bin/ls; /usr/bin/echo x)"},
+            "( /usr/bin/ls; /usr/bin/echo x )"},
         Row{"fish_c", kShells, false, kMiss, "fish -c 'ls'", Q, Q, "", "POSIX sh"},
         Row{"payload_redirect", kShells, false, kOff, "sh -c 'ls > /tmp/x'", D, D},
         Row{"payload_redirect_ask", kShells, false, kMiss, "sh -c 'ls > /tmp/x'", Q, Q, "",
             "shell payload cannot be analysed (redirect)"},
         // Multi-call binaries: only shell applets, judged by their payload.
-        Row{"busybox_sh_c", kShells, false, kOff, "busybox sh -c 'ls'", A, A, "", "(/usr/bin/ls)"},
+        Row{"busybox_sh_c", kShells, false, kOff, "busybox sh -c 'ls'", A, A, "",
+            "( /usr/bin/ls )"},
         Row{"busybox_sh_c_unlisted", kShells, false, kOff, "busybox sh -c 'rm x'", D, D},
         Row{"busybox_rm", kShells, false, kOff, "busybox rm -rf /tmp/x", D, D, "",
             "allowlist miss"},
@@ -236,7 +239,7 @@ INSTANTIATE_TEST_SUITE_P(
         Row{"glob_ls", kGlob, false, kOff, "ls -la", A, A},
         Row{"glob_rm", kGlob, false, kOff, "rm -rf /tmp/x", A, A},
         Row{"glob_bash_c_chain", kGlob, false, kOff, "bash -c 'ls && rm x'", A, A, "",
-            "(/usr/bin/ls && /usr/bin/rm x)"},
+            "( /usr/bin/ls && /usr/bin/rm x )"},
         Row{"glob_bash_c_single", kGlob, false, kMiss, "bash -c 'ls'", Q, A, kShellRewrite},
         Row{"glob_bash_script", kGlob, false, kOff, "bash /work/run.sh", D, D},
         Row{"glob_sh_alone", kGlob, false, kMiss, "sh", Q, Q},
@@ -252,7 +255,7 @@ INSTANTIATE_TEST_SUITE_P(
         // --- A catch-all allowlist: * ---------------------------------------------------------
         Row{"star_rm", kStar, false, kOff, "rm -rf /tmp/x", A, A},
         Row{"star_bash_c_single", kStar, false, kMiss, "bash -c 'rm -rf /tmp/x'", Q, A,
-            kShellRewrite, "(/usr/bin/rm -rf /tmp/x)"},
+            kShellRewrite, "( /usr/bin/rm -rf /tmp/x )"},
         Row{"star_bash_c_chain", kStar, false, kOff, "bash -c 'rm x && ls'", A, A},
         Row{"star_bash_script", kStar, false, kOff, "bash run.sh", D, D},
         Row{"star_bash_script_ask", kStar, false, kMiss, "bash run.sh", Q, Q},
@@ -269,7 +272,27 @@ INSTANTIATE_TEST_SUITE_P(
         Row{"star_unknown", kStar, false, kOff, "nosuchcmd", A, A},
         Row{"star_heredoc_strict", kStar, true, kMiss, "cat <<EOF\nx\nEOF", Q, D},
         Row{"star_assignment", kStar, false, kOff, "FOO=1 ls", D, D},
-        Row{"star_sudo", kStar, false, kMiss, "sudo rm x", Q, Q}),
+        Row{"star_sudo", kStar, false, kMiss, "sudo rm x", Q, Q},
+        // Red team: `*` matches unresolved commands, but a shell builtin is the shell's own
+        // command (it runs a script, code or changes the shell), never a program the entry names.
+        Row{"star_dot_script", kStar, false, kOff, ". /work/run.sh", A, D},
+        Row{"star_source_ask", kStar, false, kMiss, "source /work/run.sh", A, Q, "",
+            "is a shell builtin"},
+        Row{"star_trap", kStar, false, kOff, "trap 'rm -rf /tmp/x' EXIT", A, D},
+        Row{"star_trap_strict", kStar, true, kMiss, "trap 'python3 -c 1' EXIT", A, Q, "",
+            "inline-eval"},
+        Row{"star_export", kStar, false, kOff, "export A=1 && ls", A, D},
+        Row{"star_read_subscript", kStar, false, kOff, "read 'a[$(id)]'", A, D},
+        // Red team: a satisfied shell nested first in a payload rendered `((...))`, which bash
+        // runs as arithmetic (expanding $(...) inside single quotes): groups are spaced.
+        Row{"star_nested_group", kStar, false, kOff, R"(sh -c "sh -c \"echo '\\\$(id)'\"")", Q, A,
+            kShellRewrite, "( ( /usr/bin/echo '$(id)' ) )"},
+        // Red team: shells under versioned or build names are shells.
+        Row{"star_ksh93_payload", kStar, false, kOff, "ksh93 -c 'rm x && ls'", A, A, "",
+            "( /usr/bin/rm x && /usr/bin/ls )"},
+        Row{"star_ksh93_script", kStar, false, kOff, "ksh93 /work/run.sh", D, D},
+        Row{"star_bash_static_login", kStar, false, kMiss, "bash-static -lc 'ls'", D, D, "",
+            "login shell"}),
     [](const ::testing::TestParamInfo<Row>& p) { return std::string(p.param.name); });
 
 // The rewritten payload runs in a real shell as the payload would have: the subshell keeps a
@@ -287,9 +310,10 @@ TEST(ShellRewriteTest, RewrittenPayloadRunsAsThePayloadWould) {
       real.Evaluate(command, Security::kAllowlist, Ask::kOff, false,
                     FakeMachine::Entries({"/usr/bin/echo", "/usr/bin/ls"}), settings, "/usr/bin");
   ASSERT_EQ(v.verdict, Verdict::kAllow) << v.reason;
-  EXPECT_EQ(v.command,
-            "(cd / && pwd) && pwd && (/usr/bin/echo 'a  b' && /usr/bin/ls /nonexistent-sandrun) "
-            "|| /usr/bin/echo fell-through");
+  EXPECT_EQ(
+      v.command,
+      "( cd / && pwd ) && pwd && ( /usr/bin/echo 'a  b' && /usr/bin/ls /nonexistent-sandrun ) "
+      "|| /usr/bin/echo fell-through");
   auto run = [](const std::string& text) {
     std::string out;
     FILE* p =
