@@ -267,7 +267,9 @@ int RunCli(int argc, char** argv) {
 
   bool audit_json = false;
   CLI::App* audit = app.add_subcommand(
-      "audit", "Warn about risky exec policy (safe bins, allowlisted interpreters, file modes)");
+      "audit",
+      "Warn about risky policy (safe bins, allowlisted interpreters, file modes, elevated, "
+      "sandbox container settings, tenants with host execution)");
   audit->add_flag("--json", audit_json, "Print the findings as JSON");
   AuditLogFlags audit_log_flags;
   CLI::App* audit_log = AddAuditLogCommand(*audit, audit_log_flags);
