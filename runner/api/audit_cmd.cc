@@ -13,6 +13,7 @@
 #include <string_view>
 #include <utility>
 
+#include "runner/api/audit_sandbox_checks.h"
 #include "runner/config/state_dir.h"
 #include "runner/policy/allowlist_pattern.h"
 #include "runner/policy/exec_options.h"
@@ -135,6 +136,7 @@ class Auditor {
       for (const auto& [agent, policy] : in_.approvals->agents) AllowlistChecks(agent, policy);
     }
     for (const std::string& agent : AgentIds()) SecurityFullCheck(agent);
+    for (AuditFinding& f : AuditHostAndSandbox(*config_)) findings_.push_back(std::move(f));
     return std::move(findings_);
   }
 

@@ -13,8 +13,13 @@
 //                                           exec-option-program-allowlisted
 //   exec-approvals.json                     approvals-file-permissions, approvals-file-owner,
 //                                           approvals-file-corrupt, approvals-file-unreadable
+//   <prefix>tools.elevated.*                elevated-default-full, elevated-allow-from-any
+//   <prefix>sandbox.docker.*                sandbox-cap-drop, sandbox-network, sandbox-unconfined,
+//                                           sandbox-writable-root (info)
+//   tenants.<id>.hostExecution              tenant-host-execution
 //
-// where <scope> is "tools.exec" (the global level) or "agents.<id>.tools.exec".
+// where <scope> is "tools.exec" (the global level) or "agents.<id>.tools.exec", and <prefix> is
+// "", "agents.<id>.", "tenants.<t>." or "tenants.<t>.agents.<id>." (audit_sandbox_checks.h).
 //
 // Pattern of use (tests build the input by hand; the CLI loads it from disk):
 //   AuditInput in{.config = &cfg, .approvals = &file, .approvals_mode = 0600u,
@@ -67,7 +72,8 @@ struct AuditInput {
 
 // The findings, in a fixed order: the approvals file itself; then per scope (the global level,
 // then each agent of config.agents by id) its safeBins and safeBinTrustedDirs; then each
-// allowlist section of the approvals file by agent id ("*" first); then the security=full notes.
+// allowlist section of the approvals file by agent id ("*" first); then the security=full notes;
+// then the host-access and container findings of AuditHostAndSandbox (audit_sandbox_checks.h).
 //
 // Scopes and sections:
 //   - safeBins / safeBinTrustedDirs are checked at the global level and for every agent of

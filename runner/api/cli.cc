@@ -26,8 +26,8 @@
 namespace sandrun::api {
 namespace {
 
-int RunDoctorCommand(bool json) {
-  DoctorReport report = RunDoctor();
+int RunDoctorCommand(const GlobalOptions& global, bool json) {
+  DoctorReport report = RunDoctor(global.config_file);
   std::string out = json ? FormatDoctorJson(report) : FormatDoctorText(report);
   std::fwrite(out.data(), 1, out.size(), stdout);
   return report.ok() ? kExitOk : kExitFailure;
@@ -267,7 +267,9 @@ int RunCli(int argc, char** argv) {
 
   bool audit_json = false;
   CLI::App* audit = app.add_subcommand(
-      "audit", "Warn about risky exec policy (safe bins, allowlisted interpreters, file modes)");
+      "audit",
+      "Warn about risky policy (safe bins, allowlisted interpreters, file modes, elevated, "
+      "sandbox container settings, tenants with host execution)");
   audit->add_flag("--json", audit_json, "Print the findings as JSON");
   AuditLogFlags audit_log_flags;
   CLI::App* audit_log = AddAuditLogCommand(*audit, audit_log_flags);
@@ -279,7 +281,7 @@ int RunCli(int argc, char** argv) {
 
   bool doctor_json = false;
   CLI::App* doctor = app.add_subcommand(
-      "doctor", "Check the Docker engine, sandbox images, seccomp and the state dir");
+      "doctor", "Check the state dir, the config, the Docker engine, sandbox images and seccomp");
   doctor->add_flag("--json", doctor_json, "Print the report as JSON");
 
   CLI::App* image = app.add_subcommand("image", "Manage the sandbox images");
@@ -356,7 +358,7 @@ int RunCli(int argc, char** argv) {
   }
   if (audit_log->parsed()) return RunAuditLogCommand(global, audit_log_flags);
   if (audit->parsed()) return RunAuditCommand(global, audit_json);
-  if (doctor->parsed()) return RunDoctorCommand(doctor_json);
+  if (doctor->parsed()) return RunDoctorCommand(global, doctor_json);
   if (image_build->parsed()) return RunImageBuild(image_name, image_force, images_dir);
   PrintError("no command given (see sandrun --help)");
   return kExitRefused;

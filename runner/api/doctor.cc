@@ -5,12 +5,17 @@
 #include <rapidjson/writer.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <filesystem>
+#include <optional>
 
+#include "runner/config/config.h"
 #include "runner/config/state_dir.h"
 #include "runner/policy/safe_bins.h"
+#include "runner/policy/sandbox_spec.h"
+#include "sandbox/base/strings.h"
 #include "sandbox/docker/client.h"
 #include "sandbox/docker/image_build.h"
 #include "sandbox/executors/docker/exec_wrapper.h"
@@ -51,7 +56,124 @@ DoctorCheck StateDirCheck() {
   return Check("state-dir", Level::kOk, *path + " (0700)");
 }
 
-void EngineChecks(std::vector<DoctorCheck>& checks) {
+// Every scope of the config that runs sandbox commands (sandbox.mode not off), with the key
+// path of its settings: "" (the global level), "agents.<id>.", "tenants.<t>.",
+// "tenants.<t>.agents.<id>."; and the scope it inherits from (null: none).
+struct SandboxScope {
+  std::string prefix;
+  const config::AgentSettings* settings;
+  const config::AgentSettings* parent;
+};
+
+std::vector<SandboxScope> SandboxScopes(const config::Config& cfg) {
+  std::vector<SandboxScope> all = {{"", &cfg.global, nullptr}};
+  for (const auto& [id, s] : cfg.agents) all.push_back({"agents." + id + ".", &s, &cfg.global});
+  for (const auto& [tenant, layer] : cfg.tenants) {
+    const std::string prefix = "tenants." + tenant + ".";
+    all.push_back({prefix, &layer.global, &cfg.global});
+    for (const auto& [id, s] : layer.agents) {
+      all.push_back({prefix + "agents." + id + ".", &s, &layer.global});
+    }
+  }
+  std::erase_if(all, [](const SandboxScope& scope) {
+    return scope.settings->sandbox.mode == config::SandboxMode::kOff;
+  });
+  return all;
+}
+
+// config.json (or --config) loads, and its container settings pass what every sandbox call
+// checks (a refused network or profile, a seccomp profile that does not load): else every call
+// (or every sandbox call) is refused. The loaded config, when it loads.
+std::optional<config::Config> ConfigCheck(const std::string& config_file,
+                                          std::vector<DoctorCheck>& checks) {
+  auto state_dir = config::StateDirPath();
+  if (!state_dir && config_file.empty()) {
+    checks.push_back(Check("config", Level::kFail, "not checked: the state dir is unusable",
+                           "fix the state dir first"));
+    return std::nullopt;
+  }
+  auto cfg = config::LoadConfigFor(config_file, state_dir.value_or(""));
+  if (!cfg) {
+    checks.push_back(Check("config", Level::kFail, cfg.error().ToString(),
+                           "fix the file at the line and column named (every call is refused "
+                           "with invalid-config until then)"));
+    return std::nullopt;
+  }
+  const std::string source =
+      cfg->source_path.empty()
+          ? "no config file (" + state_dir.value_or("") + "/config.json): the built-in defaults"
+          : cfg->source_path;
+  bool refused = false;  // each refused scope is a failed check of its own
+  for (const SandboxScope& scope : SandboxScopes(*cfg)) {
+    const config::DockerSettings& docker = scope.settings->sandbox.docker;
+    std::optional<Error> bad = policy::ValidateDockerSecurity(docker);
+    if (!bad) {
+      auto profile =
+          harden::LoadSeccompProfileJson(harden::DefaultProfilesDir(), docker.seccomp_profile);
+      if (!profile) bad = profile.error();
+    }
+    if (!bad) continue;
+    checks.push_back(Check(
+        "config", Level::kFail,
+        source + ": " +
+            (scope.prefix.empty() ? "" : scope.prefix.substr(0, scope.prefix.size() - 1) + ": ") +
+            bad->ToString(),
+        "fix " + scope.prefix +
+            "sandbox.docker in the config: every sandbox command there is "
+            "refused until then"));
+    refused = true;
+  }
+  if (refused) return std::move(*cfg);
+  if (!cfg->warnings.empty()) {
+    checks.push_back(Check(
+        "config", Level::kWarn,
+        source + ": " + cfg->warnings.front() + (cfg->warnings.size() > 1 ? " (and more)" : ""),
+        "remove or correct the keys named (they are ignored)"));
+    return std::move(*cfg);
+  }
+  checks.push_back(Check(
+      "config", Level::kOk,
+      source + (cfg->source_path.empty() ? ""
+                                         : ": " + std::to_string(cfg->agents.size()) + " agents, " +
+                                               std::to_string(cfg->tenants.size()) + " tenants")));
+  return std::move(*cfg);
+}
+
+// An image a check looks for: the built-in ones, then each other image the config names, with
+// the keys that name it (only where a scope sets an image other than the one it inherits).
+struct ImageUse {
+  std::string ref;
+  std::vector<std::string> keys;
+};
+
+std::vector<ImageUse> ImagesToCheck(const config::Config* cfg) {
+  std::vector<ImageUse> images;
+  for (const char* name : kImages) {
+    images.push_back({std::string(docker::kImageRepository) + ":" + name, {}});
+  }
+  if (cfg == nullptr) return images;
+  for (const SandboxScope& scope : SandboxScopes(*cfg)) {
+    const std::string ref = Trim(scope.settings->sandbox.docker.image);
+    if (scope.parent != nullptr && scope.parent->sandbox.mode != config::SandboxMode::kOff &&
+        Trim(scope.parent->sandbox.docker.image) == ref) {
+      continue;  // inherited: its parent's key names it
+    }
+    auto it = std::find_if(images.begin(), images.end(),
+                           [&](const ImageUse& use) { return use.ref == ref; });
+    if (it == images.end()) it = images.insert(images.end(), {ref, {}});
+    it->keys.push_back(scope.prefix + "sandbox.docker.image");
+  }
+  return images;
+}
+
+std::string UsedBy(const ImageUse& use) {
+  if (use.keys.empty()) return "";
+  std::string keys;
+  for (const std::string& k : use.keys) keys += (keys.empty() ? "" : ", ") + k;
+  return " (" + keys + ")";
+}
+
+void EngineChecks(std::vector<DoctorCheck>& checks, const std::vector<ImageUse>& images) {
   auto client = docker::Client::FromEnvironment({std::chrono::milliseconds(3000)});
   if (!client) {
     checks.push_back(Check("engine", Level::kFail, client.error().ToString(),
@@ -65,10 +187,9 @@ void EngineChecks(std::vector<DoctorCheck>& checks) {
     checks.push_back(Check("engine", Level::kFail, version.error().ToString(),
                            "start dockerd (bash scripts/setup does), or point DOCKER_HOST at a "
                            "running engine"));
-    for (const char* image : kImages) {
+    for (const ImageUse& use : images) {
       checks.push_back(Check("image", Level::kFail,
-                             std::string(docker::kImageRepository) + ":" + image +
-                                 " not checked: the engine is unreachable",
+                             use.ref + UsedBy(use) + " not checked: the engine is unreachable",
                              "start the engine first"));
     }
     return;
@@ -103,24 +224,27 @@ void EngineChecks(std::vector<DoctorCheck>& checks) {
                            "by root and writable only by its owner"));
   }
 
-  std::string images_dir = docker::DefaultImagesDir();
-  for (const char* image : kImages) {
-    std::string ref = std::string(docker::kImageRepository) + ":" + image;
-    std::string build = "sandrun image build " + std::string(image);
-    auto info = (*client)->InspectImage(ref, opts);
+  const std::string images_dir = docker::DefaultImagesDir();
+  for (const ImageUse& use : images) {
+    const std::string recipe = docker::RecipeForImage(images_dir, use.ref);
+    auto info = (*client)->InspectImage(use.ref, opts);
     if (!info) {
-      bool missing = info.error().code == ErrorCode::kNotFound;
-      checks.push_back(Check("image", Level::kFail,
-                             ref + (missing ? " is missing" : ": " + info.error().ToString()),
-                             build + " (or bash scripts/setup)"));
+      const bool missing = info.error().code == ErrorCode::kNotFound;
+      checks.push_back(
+          Check("image", Level::kFail,
+                use.ref + UsedBy(use) + (missing ? " is missing" : ": " + info.error().ToString()) +
+                    (use.keys.empty() ? "" : ": every sandbox command that uses it fails"),
+                docker::MissingImageHint(images_dir, use.ref)));
       continue;
     }
-    std::string detail = ref + " " + info->id.substr(0, 19);
+    std::string detail = use.ref + UsedBy(use) + " " + info->id.substr(0, 19);
     auto label = info->labels.find(docker::kRecipeHashLabel);
-    auto hash = docker::RecipeHash(images_dir, image);
+    auto hash = recipe.empty() ? Result<std::string>(Error(ErrorCode::kNotFound, "no recipe"))
+                               : docker::RecipeHash(images_dir, recipe);
     if (hash && (label == info->labels.end() || label->second != *hash)) {
-      checks.push_back(
-          Check("image", Level::kWarn, detail + ": older than its recipe in " + images_dir, build));
+      checks.push_back(Check("image", Level::kWarn,
+                             detail + ": older than its recipe in " + images_dir,
+                             "sandrun image build " + recipe));
       continue;
     }
     checks.push_back(Check("image", Level::kOk, detail));
@@ -389,10 +513,11 @@ bool DoctorReport::ok() const {
   return true;
 }
 
-DoctorReport RunDoctor() {
+DoctorReport RunDoctor(const std::string& config_file) {
   DoctorReport report;
   report.checks.push_back(StateDirCheck());
-  EngineChecks(report.checks);
+  std::optional<config::Config> cfg = ConfigCheck(config_file, report.checks);
+  EngineChecks(report.checks, ImagesToCheck(cfg ? &*cfg : nullptr));
   report.checks.push_back(SeccompCheck());
   report.checks.push_back(FilterCheck());
   report.checks.push_back(ConfineCheck());

@@ -97,6 +97,8 @@ int RunCallCommand(const GlobalOptions& global, const std::string& json_arg) {
   std::unique_ptr<Runtime> runtime = Runtime::StartOneShot(global);
   const Principal who = CliPrincipal(global);
   if (tool == "apply_patch") return PrintReply(runtime->ApplyPatch(who, text));
+  // The process tool's checks (tool policy first) are the server's; then server-required.
+  if (tool == "process") return PrintReply(runtime->Process(who, text));
   InstallCancelHandlers();  // an exec is cancelled (its tree killed) by our signals
   return PrintReply(runtime->Exec(who, text, &g_cancel));
 }
@@ -212,7 +214,8 @@ int RunProcessCommand(const GlobalOptions& global, const ProcessFlags& flags) {
   w.EndObject();
   std::string socket = LiveServer(global);
   if (socket.empty()) {
-    // A one-shot runtime has no sessions: it refuses the call as server-required.
+    // A one-shot runtime has no sessions: it refuses the call (tool-denied when the tool policy
+    // denies process, else server-required).
     return PrintReply(
         Runtime::StartOneShot(global)->Process(CliPrincipal(global), buffer.GetString()));
   }

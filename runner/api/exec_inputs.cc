@@ -20,6 +20,7 @@
 #include "runner/policy/env_strip.h"
 #include "runner/policy/sandbox_spec.h"
 #include "runner/policy/session_overrides.h"
+#include "runner/policy/tool_policy.h"
 #include "sandbox/base/strings.h"
 #include "sandbox/executors/host/login_path.h"
 #include "sandbox/harden/container_preset.h"
@@ -111,6 +112,12 @@ CallSettings SettingsForCall(const config::Config& cfg, const std::string& tenan
   out.host_execution = layer.host_execution;
   out.max_containers = layer.quotas.max_containers;
   return out;
+}
+
+std::optional<Error> ToolPolicyRefusal(const config::Config& cfg, const std::string& tenant,
+                                       const std::string& agent, std::string_view tool) {
+  const CallSettings picked = SettingsForCall(cfg, tenant, agent);
+  return policy::CheckToolAllowed({&picked.global_tools, &picked.settings.tools}, tool);
 }
 
 std::string TenantWorkspacePath(const std::string& state_dir, const std::string& tenant,

@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "runner/api/cli_context.h"
@@ -64,6 +65,13 @@ struct CallSettings {
 };
 CallSettings SettingsForCall(const config::Config& cfg, const std::string& tenant,
                              const std::string& agent);
+
+// The tool policy (tools.allow / tools.deny, SPEC §6b) of `cfg` for a call of `tool` that has no
+// decision of its own (the process tool; exec's is part of policy::DecideExec), by the tenant's
+// and agent's settings as SettingsForCall picks them. nullopt when every layer allows the tool;
+// else the refusal (tool-denied): "Tool process is denied by tool policy (tools.deny)."
+std::optional<Error> ToolPolicyRefusal(const config::Config& cfg, const std::string& tenant,
+                                       const std::string& agent, std::string_view tool);
 
 // $SANDRUN_HOME/tenants/<tenant>/workspaces/<agent>: a hosted tenant's agent's workspace, always.
 std::string TenantWorkspacePath(const std::string& state_dir, const std::string& tenant,

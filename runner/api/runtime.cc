@@ -12,6 +12,7 @@
 #include "runner/api/approval_broker.h"
 #include "runner/api/approval_restore.h"
 #include "runner/api/audit_trail.h"
+#include "runner/api/exec_inputs.h"
 #include "runner/api/exec_tool.h"
 #include "runner/api/metrics.h"
 #include "runner/api/policy_cmd.h"
@@ -24,6 +25,7 @@
 #include "runner/config/config.h"
 #include "runner/config/ids.h"
 #include "runner/config/state_dir.h"
+#include "runner/policy/tool_policy.h"
 #include "runner/sessions/manager.h"
 #include "runner/sessions/process_request.h"
 #include "runner/wire/tool_result.h"
@@ -192,6 +194,16 @@ struct Runtime::Impl {
       return OverQuota(who, "exec", request.command, std::move(*over));
     }
     return std::move(std::get<Quotas::ExecSlot>(slot));
+  }
+  // The config a call without a decision of its own (the process tool) is judged by: the file as
+  // it is now, as exec reads it; when it does not load, the config in force (a server's last good
+  // one, which its quotas come from too); a one-shot runtime has none: invalid-config.
+  Result<std::shared_ptr<const config::Config>> ConfigForCall() const {
+    auto cfg = config::LoadConfigFor(global.config_file, state_dir);
+    if (cfg) return std::make_shared<const config::Config>(std::move(*cfg));
+    std::lock_guard<std::mutex> lock(config_mu);
+    if (config) return config;
+    return Error::Refusal("invalid-config", cfg.error().ToString());
   }
   // A call's decision for the metrics, by its reply's status.
   void CountCall(const Principal& who, const std::string& tool, int status) {
@@ -441,13 +453,25 @@ ApplyPatchToolResult Runtime::ApplyPatch(const Principal& who, const ApplyPatchR
 }
 
 RuntimeReply Runtime::Process(const Principal& who, std::string_view body) {
+  if (auto bad = config::CallerIdsError(who.agent, who.session)) {
+    return Count(ErrorReply(400, "invalid-request", *bad));
+  }
+  // Tool policy first: a denied process tool refuses every action, server or not (the CLI's
+  // one-shot runtime, the server's routes and `sandrun call` all come here).
+  auto cfg = impl_->ConfigForCall();
+  std::optional<Error> refused =
+      cfg ? ToolPolicyRefusal(**cfg, who.tenant, who.agent, policy::kToolProcess)
+          : std::optional<Error>(cfg.error());
+  if (refused) {
+    impl_->audit->Refused(who, "process", "", *refused);
+    RuntimeReply reply{RefusalStatus(refused->WireCode()), RenderToolError(*refused)};
+    impl_->CountCall(who, "process", reply.status);
+    return Count(std::move(reply));
+  }
   if (!impl_->manager)
     return Count(ServerRequired("The process tool works on background sessions"));
   auto parsed = sessions::ParseProcessRequest(body);
   if (!parsed) return Count({400, RenderToolError(parsed.error())});
-  if (auto bad = config::CallerIdsError(who.agent, who.session)) {
-    return Count(ErrorReply(400, "invalid-request", *bad));
-  }
   if (auto over = impl_->AdmitCall(who, "process", "")) return Count(QuotaReply(*over));
   sessions::Scope scope{who.tenant, who.agent, who.session};
   sessions::ProcessResult result = impl_->manager->Process(*parsed, scope);

@@ -121,7 +121,9 @@ class Runtime {
   RuntimeReply ApplyPatch(const Principal& who, std::string_view body);
   // The same call from a front end that built the request itself (`sandrun apply-patch`).
   ApplyPatchToolResult ApplyPatch(const Principal& who, const ApplyPatchRequest& request);
-  // One-shot: refused as server-required (background sessions live in a server).
+  // The tool policy first (every front end comes here): a denied process tool (tools.deny,
+  // global or the agent's) refuses every action as tool-denied (HTTP 400), server or not. Then
+  // one-shot: refused as server-required (background sessions live in a server).
   RuntimeReply Process(const Principal& who, std::string_view body);
   RuntimeReply PolicyCheck(const Principal& who, std::string_view body);
   // The verdict JSON for a request a front end built itself (`sandrun policy check`).

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <sstream>
@@ -64,6 +65,56 @@ Result<std::vector<std::string>> ReadChanges(const std::string& path) {
 std::string DefaultImagesDir() {
   if (const char* dir = std::getenv("SANDRUN_IMAGES_DIR"); dir && *dir) return dir;
   return std::string(SANDRUN_SOURCE_DIR) + "/images";
+}
+
+std::vector<std::string> ListRecipes(const std::string& images_dir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(images_dir, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    std::string name = it->path().filename().string();
+    if (ValidateRecipe(images_dir, name)) names.push_back(std::move(name));
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::string RecipeForImage(const std::string& images_dir, std::string_view image) {
+  for (std::string_view prefix : {"docker.io/library/", "library/"}) {
+    if (image.starts_with(prefix)) image.remove_prefix(prefix.size());
+  }
+  const std::string_view repository = kImageRepository;
+  if (!image.starts_with(repository)) return "";
+  std::string_view rest = image.substr(repository.size());
+  std::string tag;
+  if (rest.empty()) {
+    tag = "latest";
+  } else if (rest.front() == ':') {
+    tag = std::string(rest.substr(1));
+  } else {
+    return "";  // another repository ("sandrun-sandbox2") or a digest
+  }
+  return ValidateRecipe(images_dir, tag) ? tag : "";
+}
+
+std::string MissingImageHint(const std::string& images_dir, std::string_view image) {
+  if (std::string recipe = RecipeForImage(images_dir, image); !recipe.empty()) {
+    return "build it: sandrun image build " + recipe;
+  }
+  const std::string ref(image);
+  std::string hint = "no recipe builds " + ref + " (a recipe NAME in " + images_dir + " builds " +
+                     kImageRepository + ":NAME); ";
+  const std::vector<std::string> recipes = ListRecipes(images_dir);
+  if (recipes.empty()) {
+    return hint +
+           "there are no recipes there: write one (images/README.md) and build it with "
+           "sandrun image build NAME, or load " +
+           ref + " into the engine yourself";
+  }
+  std::string names;
+  for (const std::string& r : recipes) names += (names.empty() ? "" : "|") + r;
+  return hint + "set sandbox.docker.image to one that is built (sandrun image build " + names +
+         ") or load " + ref + " into the engine yourself";
 }
 
 Status ValidateRecipe(const std::string& images_dir, const std::string& name) {

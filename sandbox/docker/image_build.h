@@ -10,6 +10,8 @@
 
 #include <functional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "sandbox/base/result.h"
 #include "sandbox/docker/client.h"
@@ -43,5 +45,24 @@ Result<ImageBuildOutcome> BuildImage(Client& client, const std::string& name,
 
 // The directory holding the recipes: $SANDRUN_IMAGES_DIR, else the source tree's images/.
 std::string DefaultImagesDir();
+
+// The recipes of `images_dir` (names that pass ValidateRecipe), sorted; none when it cannot be
+// read.
+std::vector<std::string> ListRecipes(const std::string& images_dir);
+
+// The recipe of `images_dir` that builds `image`: BuildImage tags kImageRepository:<recipe>, so
+// "sandrun-sandbox:minimal" (also "docker.io/library/sandrun-sandbox:minimal"; no tag means
+// "latest") -> "minimal" when that recipe exists there; "" for any other image (another
+// repository, a digest, a tag no recipe has).
+std::string RecipeForImage(const std::string& images_dir, std::string_view image);
+
+// How to get `image` into the engine, for messages about a missing image:
+//   a recipe builds it:  "build it: sandrun image build minimal"
+//   none does:           "no recipe builds busybox:latest (a recipe NAME in <dir> builds
+//                         sandrun-sandbox:NAME); set sandbox.docker.image to one that is built
+//                         (sandrun image build minimal|bookworm) or load busybox:latest into the
+//                         engine yourself"
+//   (without recipes:    "... there are no recipes in <dir>; write one (images/README.md) ...")
+std::string MissingImageHint(const std::string& images_dir, std::string_view image);
 
 }  // namespace sandrun::docker

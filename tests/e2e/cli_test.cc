@@ -7,6 +7,7 @@
 #include <set>
 
 #include "sandbox/base/json.h"
+#include "tests/e2e/sandrun_home.h"
 #include "tests/support/docker_env.h"
 #include "tests/support/process.h"
 
@@ -68,9 +69,9 @@ TEST(CliDoctorTest, JsonReportIsOneObject) {
   ASSERT_TRUE(checks && checks->IsArray());
   std::set<std::string> names;
   for (const auto& c : checks->GetArray()) names.insert(JsonString(c, "name"));
-  EXPECT_EQ(names, (std::set<std::string>{"state-dir", "engine", "api-version", "exec-wrapper",
-                                          "image", "seccomp", "confine", "mounts", "scratch",
-                                          "process-tree", "profile"}));
+  EXPECT_EQ(names, (std::set<std::string>{"state-dir", "config", "engine", "api-version",
+                                          "exec-wrapper", "image", "seccomp", "confine", "mounts",
+                                          "scratch", "process-tree", "profile"}));
   for (const auto& c : checks->GetArray()) {
     if (JsonString(c, "name") == "exec-wrapper") {
       EXPECT_EQ(JsonString(c, "status"), "ok")
@@ -133,6 +134,111 @@ TEST(CliDoctorTest, InsecureStateDirFails) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.out.find("FAIL  state-dir"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("chmod 700"), std::string::npos) << r.out;
+}
+
+// Doctor on a SANDRUN_HOME of its own: its config.json and the images it names. With the engine
+// up and the images built, the check under test is the only one that fails.
+class DoctorConfig : public SandrunHome {
+ protected:
+  ProcessResult Doctor(std::map<std::string, std::string> env = {}) {
+    return Sandrun({"doctor"}, std::move(env));
+  }
+  static void ExpectHas(const ProcessResult& r, const std::string& part) {
+    EXPECT_NE(r.out.find(part), std::string::npos) << "\"" << part << "\" not in:\n" << r.out;
+  }
+};
+
+TEST_F(DoctorConfig, GoodConfigPasses) {
+  SANDRUN_REQUIRE_DOCKER(client);
+  MinimalSandboxConfig();
+  auto r = Doctor();
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  ExpectHas(r, "  ok    config       " + home_ + "/config.json: 0 agents, 0 tenants\n");
+  ExpectHas(r, "  ok    image        sandrun-sandbox:minimal (sandbox.docker.image) sha256:");
+  ExpectHas(r, "all required checks passed\n");
+}
+
+TEST_F(DoctorConfig, UnknownKeysAreAWarningOnly) {
+  SANDRUN_REQUIRE_DOCKER(client);
+  MinimalSandboxConfig("", R"("tools": {"nonsense": 1})");
+  auto r = Doctor();
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  ExpectHas(r, "  warn  config       ");
+  ExpectHas(r, "tools.nonsense");
+}
+
+TEST_F(DoctorConfig, InvalidJsonFails) {
+  SANDRUN_REQUIRE_DOCKER(client);
+  Config("{\n  \"sandbox\": {\"mode\": \"all\",\n");
+  auto r = Doctor();
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  ExpectHas(r, "  FAIL  config       " + home_ + "/config.json:");
+  ExpectHas(r, "fix: fix the file at the line and column named");
+  ExpectHas(r, "1 check failed: config\n");
+  auto json = Sandrun({"doctor", "--json"});
+  EXPECT_EQ(json.exit_code, 1);
+  auto doc = ParseJson(json.out);
+  ASSERT_TRUE(doc) << json.out;
+  EXPECT_FALSE(JsonBool(*doc, "ok", true));
+}
+
+TEST_F(DoctorConfig, InvalidSettingFails) {
+  SANDRUN_REQUIRE_DOCKER(client);
+  Config(R"({"tools": {"exec": {"host": "spark"}}})");
+  auto r = Doctor();
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  ExpectHas(r, "  FAIL  config       " + home_ + "/config.json:1:");
+  ExpectHas(r, "tools.exec.host");
+  ExpectHas(r, "1 check failed: config\n");
+}
+
+TEST_F(DoctorConfig, ContainerSettingEverySandboxCallRefusesFails) {
+  SANDRUN_REQUIRE_DOCKER(client);
+  MinimalSandboxConfig("", R"("agents": {"ops": {"sandbox": {"docker": {"network": "host"}}}})");
+  auto r = Doctor();
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  ExpectHas(r, "FAIL  config       " + home_ +
+                   "/config.json: agents.ops: sandbox.docker.network \"host\" is not allowed");
+  ExpectHas(r, "fix: fix agents.ops.sandbox.docker in the config");
+  ExpectHas(r, "1 check failed: config\n");
+}
+
+TEST_F(DoctorConfig, MissingConfiguredImageFailsNamingTheRecipes) {
+  SANDRUN_REQUIRE_DOCKER(client);
+  Config(R"({"sandbox": {"docker": {"image": "sandrun-sandbox:nonexistent"}}})");
+  auto r = Doctor();
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  ExpectHas(r,
+            "  FAIL  image        sandrun-sandbox:nonexistent (sandbox.docker.image) is missing: "
+            "every sandbox command that uses it fails\n");
+  ExpectHas(r, "fix: no recipe builds sandrun-sandbox:nonexistent");
+  ExpectHas(r, "(sandrun image build bookworm|minimal)");
+  EXPECT_EQ(r.out.find("sandrun image build nonexistent"), std::string::npos) << r.out;
+  ExpectHas(r, "1 check failed: image\n");
+}
+
+TEST_F(DoctorConfig, MissingImageHintNamesTheRecipeThatBuildsIt) {
+  SANDRUN_REQUIRE_DOCKER(client);
+  const std::string recipes = home_ + "/recipes";
+  std::filesystem::create_directories(recipes + "/e2e-probe");
+  std::ofstream(recipes + "/e2e-probe/rootfs.sh") << "#!/bin/sh\nexit 1\n";
+  ::chmod((recipes + "/e2e-probe/rootfs.sh").c_str(), 0755);
+  MinimalSandboxConfig("", R"("agents": {
+      "ops": {"sandbox": {"docker": {"image": "sandrun-sandbox:e2e-probe"}}},
+      "qa": {"sandbox": {"docker": {"image": "busybox:latest"}}},
+      "off": {"sandbox": {"mode": "off", "docker": {"image": "not-used:1"}}}})");
+  auto r = Doctor({{"SANDRUN_IMAGES_DIR", recipes}});
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  ExpectHas(r,
+            "FAIL  image        sandrun-sandbox:e2e-probe (agents.ops.sandbox.docker.image) is "
+            "missing");
+  ExpectHas(r, "fix: build it: sandrun image build e2e-probe\n");
+  ExpectHas(r, "FAIL  image        busybox:latest (agents.qa.sandbox.docker.image) is missing");
+  ExpectHas(r, "fix: no recipe builds busybox:latest (a recipe NAME in " + recipes +
+                   " builds sandrun-sandbox:NAME); set sandbox.docker.image to one that is built "
+                   "(sandrun image build e2e-probe) or load busybox:latest into the engine");
+  EXPECT_EQ(r.out.find("not-used:1"), std::string::npos) << "sandbox.mode off uses no image";
+  ExpectHas(r, "2 checks failed: image\n");
 }
 
 TEST(CliImageTest, RebuildIsSkippedWhenTheRecipeIsUnchanged) {

@@ -262,6 +262,20 @@ TEST_F(TenantRuntime, ReloadTakesNewQuotasAndKeepsThemWhenTheConfigIsBroken) {
   ExpectOverQuota(runtime_->Process(alpha, ProcessCall("list")), "requestsPerMinute");
 }
 
+TEST_F(TenantRuntime, ATenantsToolPolicyDeniesItsProcessCalls) {
+  MinimalSandboxConfig("", R"("tenants": {"alpha": {"tools": {"deny": ["process"]}}, "beta": {}})");
+  StartRuntime();
+  RuntimeReply alpha = runtime_->Process(Of("alpha"), ProcessCall("poll", "calm-bison"));
+  EXPECT_EQ(alpha.status, 400) << alpha.json;
+  EXPECT_EQ(ErrorCode(alpha), "tool-denied") << alpha.json;
+  EXPECT_EQ(AuditLines("alpha", "deny", "tool-denied"), 1);
+  EXPECT_EQ(runtime_->Process(Of("beta"), ProcessCall("list")).status, 200);
+  // A config that no longer loads: the one in force decides, as it does for the quotas.
+  Config("{\"tools\": ");
+  EXPECT_EQ(ErrorCode(runtime_->Process(Of("alpha"), ProcessCall("list"))), "tool-denied");
+  EXPECT_EQ(runtime_->Process(Of("beta"), ProcessCall("list")).status, 200);
+}
+
 // Waits until the session no longer runs (or 30 s); its final poll.
 RuntimeReply PollUntilDone(Runtime& runtime, const Principal& who, const std::string& id) {
   RuntimeReply r;

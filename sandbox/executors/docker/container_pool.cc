@@ -10,6 +10,7 @@
 
 #include "sandbox/base/sha256.h"
 #include "sandbox/base/slug.h"
+#include "sandbox/docker/image_build.h"
 #include "sandbox/docker/models.h"
 #include "sandbox/os/file.h"
 #include "sandbox/os/host_path.h"
@@ -216,10 +217,9 @@ Result<EnsuredContainer> ContainerPool::CreateAndStart(const SandboxSpec& spec,
     if (!created) {
       Error e = std::move(created).error();
       if (e.code == ErrorCode::kNotFound && e.message.find("image") != std::string::npos) {
-        std::string tag = spec.image.substr(spec.image.find(':') + 1);
         return Error(ErrorCode::kNotFound,
-                     "sandbox unavailable: image " + spec.image +
-                         " not found, nothing was run. Build it first: sandrun image build " + tag);
+                     "sandbox unavailable: image " + spec.image + " not found, nothing was run; " +
+                         docker::MissingImageHint(docker::DefaultImagesDir(), spec.image));
       }
       if (e.code == ErrorCode::kConflict) {
         // Another sandrun process created it a moment ago: wait for theirs to be running, and

@@ -747,6 +747,25 @@ TEST_F(RunAuditTest, WorldWritableTrustedDir) {
             std::string::npos);
 }
 
+TEST_F(RunAuditTest, HostAccessAndContainerKeysOfTheFile) {
+  Write("config.json", R"({
+    "tools": {"elevated": {"enabled": true, "defaultLevel": "full", "allowFrom": {"cli": ["*"]}}},
+    "sandbox": {"docker": {"capDrop": [], "network": "bridge", "readOnlyRoot": false,
+                           "seccompProfile": "unconfined"}},
+    "tenants": {"acme": {"hostExecution": true}}})",
+        0600);
+  std::string out;
+  EXPECT_EQ(Run(false, &out), 1);
+  for (const char* line :
+       {"WARN tools.elevated.defaultLevel: tools.elevated.enabled is true and defaultLevel",
+        "WARN tools.elevated.allowFrom.cli: ", "WARN sandbox.docker.capDrop: ",
+        "WARN sandbox.docker.network: ", "WARN sandbox.docker.seccompProfile: ",
+        "INFO sandbox.docker.readOnlyRoot: ", "WARN tenants.acme.hostExecution: ",
+        "sandrun audit: 6 warnings, 1 note\n"}) {
+    EXPECT_NE(out.find(line), std::string::npos) << line << " in:\n" << out;
+  }
+}
+
 TEST_F(RunAuditTest, BadConfigIsExitTwo) {
   Write("config.json", "{\"tools\": ", 0600);
   std::string out;

@@ -5,6 +5,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <vector>
 
 namespace sandrun::docker {
 namespace {
@@ -53,6 +55,34 @@ TEST_F(RecipeTest, RejectsBadNamesAndMissingRecipes) {
   Write("noexec/rootfs.sh", "#!/bin/sh\n", 0644);
   EXPECT_FALSE(ValidateRecipe(dir_, "noexec"));
   EXPECT_TRUE(ValidateRecipe(dir_, "tiny"));
+}
+
+TEST_F(RecipeTest, ImagesMapToTheRecipeThatBuildsThem) {
+  Write("latest/rootfs.sh", "#!/bin/sh\n", 0755);
+  EXPECT_EQ(ListRecipes(dir_), (std::vector<std::string>{"latest", "tiny"})) << "not common/";
+  EXPECT_EQ(RecipeForImage(dir_, "sandrun-sandbox:tiny"), "tiny");
+  EXPECT_EQ(RecipeForImage(dir_, "docker.io/library/sandrun-sandbox:tiny"), "tiny");
+  EXPECT_EQ(RecipeForImage(dir_, "sandrun-sandbox"), "latest") << "no tag is :latest";
+  for (const char* other : {"sandrun-sandbox:nonesuch", "sandrun-sandbox:common", "busybox:tiny",
+                            "sandrun-sandbox2:tiny", "example.com/sandrun-sandbox:tiny",
+                            "sandrun-sandbox@sha256:0123", "sandrun-sandbox:../tiny", "tiny"}) {
+    EXPECT_EQ(RecipeForImage(dir_, other), "") << other;
+  }
+}
+
+TEST_F(RecipeTest, MissingImageHintNamesABuildableRecipe) {
+  EXPECT_EQ(MissingImageHint(dir_, "sandrun-sandbox:tiny"), "build it: sandrun image build tiny");
+  Write("alpha/rootfs.sh", "#!/bin/sh\n", 0755);
+  const std::string hint = MissingImageHint(dir_, "myorg/agent:latest");
+  EXPECT_EQ(hint, "no recipe builds myorg/agent:latest (a recipe NAME in " + dir_ +
+                      " builds sandrun-sandbox:NAME); set sandbox.docker.image to one that is "
+                      "built (sandrun image build alpha|tiny) or load myorg/agent:latest into the "
+                      "engine yourself");
+  EXPECT_EQ(hint.find("image build latest"), std::string::npos);
+  const std::string none = MissingImageHint(dir_ + "/nonesuch", "sandrun-sandbox:tiny");
+  EXPECT_NE(none.find("there are no recipes there: write one (images/README.md)"),
+            std::string::npos)
+      << none;
 }
 
 TEST(ShippedRecipesTest, BothImagesHaveRecipes) {
