@@ -77,6 +77,16 @@ void AddExecFlags(CLI::App* exec, ExecFlags& f) {
   exec->add_flag("--background", f.background, "Return at once (needs sandrun serve)");
   exec->add_flag("--pty", f.pty, "Run with a pseudo-terminal");
   exec->add_flag("--json", f.json, "Print the result object instead of streaming");
+  exec->add_option("--image", f.image, "Sandbox image for this call (sandbox.allow.images)");
+  exec->add_option("--network", f.network, "Sandbox network mode (sandbox.allow.network)");
+  exec->add_option("--memory", f.memory, "Sandbox memory, e.g. 512m (up to sandbox.allow.memory)");
+  exec->add_option("--cpus", f.cpus, "Sandbox CPUs (up to sandbox.allow.cpus)")
+      ->check(CLI::PositiveNumber);
+  exec->add_option("--pids", f.pids, "Sandbox pids limit (up to sandbox.allow.pids)")
+      ->check(CLI::PositiveNumber);
+  exec->add_flag("--rm", f.rm,
+                 "Run in a sandbox of the call's own and remove it (container and scratch "
+                 "data) when the call ends");
 }
 
 // The words after the first "--": the command of exec and policy check, kept away from CLI11,
@@ -220,6 +230,9 @@ int RunCli(int argc, char** argv) {
   CLI::App* sandbox_prune =
       sandbox->add_subcommand("prune", "Remove idle (24 h) and old (7 d) containers");
   sandbox_prune->add_flag("--all", sandbox_cmd.all, "Remove every container of this state dir");
+  sandbox_prune->add_option("--session", sandbox_cmd.session,
+                            "Remove this session's sandbox and its scratch data for good (a "
+                            "finished CI job's; needs sandbox.scope \"session\")");
 
   PolicyCheckFlags policy_flags;
   CLI::App* policy = app.add_subcommand("policy", "Evaluate exec policy without running anything");

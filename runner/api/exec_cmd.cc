@@ -128,6 +128,23 @@ int RunExecCommand(const GlobalOptions& global, const ExecFlags& flags) {
   if (flags.yield_ms >= 0) request.yield_ms = flags.yield_ms;
   request.background = flags.background;
   request.pty = flags.pty;
+  if (!flags.image.empty()) request.image = flags.image;
+  if (!flags.network.empty()) request.network = flags.network;
+  if (!flags.memory.empty()) {
+    Result<int64_t> bytes = ParseMemoryChoice(flags.memory);
+    if (!bytes) {
+      PrintError(bytes.error().ToString());
+      return refused;
+    }
+    request.memory_bytes = *bytes;
+  }
+  if (flags.cpus >= 0) request.cpus = flags.cpus;
+  if (flags.pids >= 0) request.pids = flags.pids;
+  request.rm = flags.rm;
+  if (Status valid = ValidateSandboxChoices(request); !valid) {
+    PrintError(valid.error().ToString());
+    return refused;
+  }
 
   InstallCancelHandlers();
   const int stdin_fd = StdinToForward(flags.interactive);

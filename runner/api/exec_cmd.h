@@ -23,8 +23,13 @@ struct ExecFlags {
   bool background = false;
   bool pty = false;
   bool json = false;
-  bool exit_code = false;            // --exit-code: --json exits with the table below, not 0/1/2
-  bool interactive = false;          // -i: forward stdin even when it is a terminal
+  bool exit_code = false;    // --exit-code: --json exits with the table below, not 0/1/2
+  bool interactive = false;  // -i: forward stdin even when it is a terminal
+  // The call's sandbox choices (within sandbox.allow.*): "" / < 0 when not given.
+  std::string image, network, memory;
+  double cpus = -1;
+  long long pids = -1;
+  bool rm = false;                   // --rm: the call's own sandbox, removed when it ends
   std::vector<std::string> command;  // the words after "--", for CommandFromWords
 };
 

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <pwd.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -31,6 +32,29 @@ extern char** environ;
 
 namespace sandrun::api {
 namespace {
+
+// 12 hex digits of kernel randomness: names an `rm` call's own scope (nobody can guess or reuse
+// it to reach another call's container).
+std::string FreshCallId() {
+  unsigned char bytes[6] = {};
+  size_t got = 0;
+  while (got < sizeof bytes) {
+    ssize_t n = ::getrandom(bytes + got, sizeof bytes - got, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string id;
+  for (unsigned char b : bytes) {
+    id += kHex[b >> 4];
+    id += kHex[b & 15];
+  }
+  // getrandom failed (it does not on Linux >= 3.17): the clock still separates calls.
+  if (got < sizeof bytes)
+    id = std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
+  return id;
+}
 
 constexpr auto kLoginProbeTimeout = std::chrono::milliseconds(15000);
 
@@ -216,6 +240,7 @@ std::unique_ptr<LoadedCall> LoadExecInputs(const GlobalOptions& global,
     ctx.caller.sender = UserName(static_cast<uid_t>(ctx.caller.uid));
   }
   ctx.state_dir = *state_dir;
+  if (request.rm && purpose != Purpose::kCheck) ctx.call_id = FreshCallId();
   // What an operator set for this session (`/exec`, `/elevated`, the session API) applies to
   // every call of it (policy/session_overrides.h); an unreadable state file refuses the call.
   auto session = config::LoadSessionState(config::SessionStatePath(*state_dir, caller.tenant),

@@ -4,11 +4,13 @@
 #include <rapidjson/writer.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 
 #include "runner/config/config.h"
 #include "runner/config/ids.h"
 #include "runner/config/state_dir.h"
+#include "runner/policy/sandbox_spec.h"
 #include "sandbox/docker/client.h"
 #include "sandbox/executors/docker/docker_executor.h"
 #include "sandbox/executors/docker/host_mounts.h"
@@ -23,6 +25,50 @@ std::string FormatTime(int64_t ms) {
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", std::localtime(&t));
   return buf;
+}
+
+// `sandbox prune --session KEY`: a finished job's scope for good (its container, its `--rm` call
+// scopes left by a crash, and their scratch data). Only with sandbox.scope "session": under
+// "agent" or "shared" the scope is other sessions' too.
+int PruneSession(const GlobalOptions& global, const SandboxCommand& cmd, const config::Config& cfg,
+                 const std::string& state_dir, const std::string& instance,
+                 const std::shared_ptr<docker::Client>& client) {
+  if (cmd.all) {
+    PrintError("sandbox prune: --all and --session exclude each other (nothing was removed)");
+    return kExitRefused;
+  }
+  if (auto bad = config::SessionKeyError(cmd.session)) {
+    PrintError(*bad);
+    return kExitRefused;
+  }
+  config::AgentSettings settings = cfg.ForAgent(global.agent);
+  if (settings.sandbox.scope != config::SandboxScope::kSession) {
+    PrintError(std::string("sandbox prune --session needs sandbox.scope \"session\" (it is \"") +
+               config::ToString(settings.sandbox.scope) +
+               "\": the scope is shared with other sessions, nothing was removed); set "
+               "sandbox.scope to \"session\" for one sandbox per job");
+    return kExitRefused;
+  }
+  policy::Caller caller;
+  caller.agent_id = global.agent;
+  caller.session_key = cmd.session;
+  const std::string key = policy::SandboxScopeKey(settings.sandbox.scope, caller);
+  const char* home = std::getenv("HOME");
+  auto scratch = policy::ScopeScratchDir(settings, state_dir, home ? home : "", key);
+  if (!scratch) {
+    PrintError(scratch.error().ToString());
+    return kExitRefused;
+  }
+  exec::DockerExecutor executor(client);
+  auto removed = executor.pool().RemoveScope(instance, state_dir, "", key, *scratch, true);
+  if (!removed) {
+    PrintError(removed.error().ToString());
+    return kExitFailure;
+  }
+  for (const auto& name : *removed) std::printf("removed %s\n", name.c_str());
+  std::printf("pruned session %s: %zu container%s%s\n", cmd.session.c_str(), removed->size(),
+              removed->size() == 1 ? "" : "s", scratch->empty() ? "" : " and its scratch data");
+  return kExitOk;
 }
 
 }  // namespace
@@ -143,6 +189,9 @@ int RunSandboxCommand(const GlobalOptions& global, const SandboxCommand& cmd) {
     return kExitOk;
   }
 
+  if (cmd.action == "prune" && !cmd.session.empty()) {
+    return PruneSession(global, cmd, *cfg, *state_dir, *instance, client);
+  }
   if (cmd.action == "prune") {
     exec::DockerExecutor executor(client);
     config::AgentSettings settings = cfg->ForAgent(global.agent);

@@ -7,6 +7,7 @@
 #include <csignal>
 #include <cstring>
 
+#include "runner/config/config.h"
 #include "runner/policy/shell_analysis.h"
 #include "runner/wire/tool_result.h"
 #include "sandbox/base/json.h"
@@ -31,6 +32,39 @@ const char* TypeName(const rapidjson::Value& v) {
 std::string Str(const rapidjson::Value& v) {
   return std::string(v.GetString(), v.GetStringLength());
 }
+
+}  // namespace
+
+Result<int64_t> ParseMemoryChoice(std::string_view text) {
+  Result<int64_t> bytes = config::ParseByteSize(text);
+  if (!bytes || *bytes <= 0) {
+    return Invalid("exec memory \"" + std::string(text) +
+                   "\" must be a positive size such as \"512m\" or \"2g\"");
+  }
+  return bytes;
+}
+
+Status ValidateSandboxChoices(const policy::ExecRequest& r) {
+  for (const auto* choice : {&r.image, &r.network}) {
+    if (*choice && (choice->value().empty() || choice->value().find('\0') != std::string::npos)) {
+      return Invalid(std::string("exec ") + (choice == &r.image ? "image" : "network") +
+                     " must be a non-empty name without NUL bytes");
+    }
+  }
+  if (r.memory_bytes && *r.memory_bytes <= 0) return Invalid("exec memory must be positive");
+  if (r.cpus && (!std::isfinite(*r.cpus) || *r.cpus <= 0 || *r.cpus > 1024)) {
+    return Invalid("exec cpus must be a number above 0 and at most 1024");
+  }
+  if (r.pids && *r.pids <= 0) return Invalid("exec pids must be a positive whole number");
+  if (r.rm && (r.background || r.yield_ms)) {
+    return Invalid(
+        "exec rm removes the call's sandbox when the call ends: it runs in the foreground only "
+        "(drop background/yieldMs)");
+  }
+  return Ok();
+}
+
+namespace {
 
 // Fills `req` from the object; returns an error for a wrong type or value.
 Status ReadExecParams(const rapidjson::Value& obj, policy::ExecRequest& req) {
@@ -92,10 +126,30 @@ Status ReadExecParams(const rapidjson::Value& obj, policy::ExecRequest& req) {
     } else if (key == "security" || key == "ask" || key == "node") {
       SANDRUN_RETURN_IF_ERROR(expect(key.c_str(), v.IsString(), "a string"));
       (key == "security" ? req.security : key == "ask" ? req.ask : req.node) = Str(v);
+    } else if (key == "image" || key == "network") {
+      SANDRUN_RETURN_IF_ERROR(expect(key.c_str(), v.IsString(), "a string"));
+      (key == "image" ? req.image : req.network) = Trim(Str(v));
+    } else if (key == "memory") {
+      SANDRUN_RETURN_IF_ERROR(
+          expect("memory", v.IsString() || v.IsInt64(), "a byte count or a size such as \"512m\""));
+      if (v.IsInt64()) {
+        req.memory_bytes = v.GetInt64();
+      } else {
+        SANDRUN_ASSIGN_OR_RETURN(req.memory_bytes, ParseMemoryChoice(Str(v)));
+      }
+    } else if (key == "cpus") {
+      SANDRUN_RETURN_IF_ERROR(expect("cpus", v.IsNumber(), "a number"));
+      req.cpus = v.GetDouble();
+    } else if (key == "pids") {
+      SANDRUN_RETURN_IF_ERROR(expect("pids", v.IsInt64(), "a whole number"));
+      req.pids = v.GetInt64();
+    } else if (key == "rm") {
+      SANDRUN_RETURN_IF_ERROR(expect("rm", v.IsBool(), "a boolean"));
+      req.rm = v.GetBool();
     }
     // Other keys are ignored, as OpenClaw's schema does.
   }
-  return Ok();
+  return ValidateSandboxChoices(req);
 }
 
 // apply_patch: "input" (a non-empty string), optional "workdir" and "model" strings.
@@ -246,6 +300,24 @@ std::string ExecRequestToJson(const policy::ExecRequest& r) {
   }
   if (r.wait) {
     w.Key("wait");
+    w.Bool(true);
+  }
+  opt_string("image", r.image);
+  opt_string("network", r.network);
+  if (r.memory_bytes) {
+    w.Key("memory");
+    w.Int64(*r.memory_bytes);
+  }
+  if (r.cpus) {
+    w.Key("cpus");
+    w.Double(*r.cpus);
+  }
+  if (r.pids) {
+    w.Key("pids");
+    w.Int64(*r.pids);
+  }
+  if (r.rm) {
+    w.Key("rm");
     w.Bool(true);
   }
   w.EndObject();

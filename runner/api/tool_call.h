@@ -44,6 +44,15 @@ Result<ToolCall> ParseToolCall(std::string_view text);
 // byte, at most kMaxCommandBytes. The refusal is invalid-request.
 Status ValidateCommand(std::string_view command);
 
+// The call's sandbox choices (image, network, memory, cpus, pids, rm; issue 19) checked as a
+// tool call's are, whichever front end built the request: names non-empty without NUL, limits
+// positive (cpus at most 1024), rm only in the foreground. Whether the configuration allows
+// them is the gate's (sandbox.allow.*). The refusal is invalid-request.
+Status ValidateSandboxChoices(const policy::ExecRequest& request);
+
+// `memory`: "512m", "2g" or a byte count; refused (invalid-request) when not a positive size.
+Result<int64_t> ParseMemoryChoice(std::string_view text);
+
 // The shell text for the words that follow "--" on the command line of exec and policy check.
 // They are never reparsed: one word is the text byte for byte ("[a,b]" stays "[a,b]"); several
 // are each quoted for sh (policy::QuoteShellWord) and joined with spaces, so that the shell runs

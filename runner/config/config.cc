@@ -393,6 +393,14 @@ class Loader : public ConfigReader {
                                       {Num("idleHours", &s->prune.idle_hours),
                                        Num("maxAgeDays", &s->prune.max_age_days)});
                      }},
+                    {"allow",
+                     [this, s](const Value& x, const std::string& p) {
+                       return Members(x, p,
+                                      {List("images", &s->allow.images, Rule::kNonEmpty),
+                                       List("network", &s->allow.network, Rule::kNonEmpty),
+                                       Size("memory", &s->allow.memory_bytes, false),
+                                       Num("cpus", &s->allow.cpus), Int("pids", &s->allow.pids)});
+                     }},
                 }));
     // OpenClaw: one shared container cannot honour per-agent container settings.
     if (level == Level::kAgent && s->scope == SandboxScope::kShared) {
@@ -579,6 +587,14 @@ AgentSettings TenantConfig::ForAgent(const std::string& agent_id) const {
   if (quotas.pids > 0 && (d.pids_limit <= 0 || d.pids_limit > quotas.pids)) {
     d.pids_limit = quotas.pids;
   }
+  // What a call may choose is clamped the same way (an unset ceiling means the docker value,
+  // which is clamped above).
+  SandboxAllowSettings& allow = s.sandbox.allow;
+  if (quotas.memory_bytes > 0 && allow.memory_bytes > quotas.memory_bytes) {
+    allow.memory_bytes = quotas.memory_bytes;
+  }
+  if (quotas.cpus > 0 && allow.cpus > quotas.cpus) allow.cpus = quotas.cpus;
+  if (quotas.pids > 0 && allow.pids > quotas.pids) allow.pids = quotas.pids;
   return s;
 }
 

@@ -43,6 +43,17 @@ struct PruneSettings {      // sandbox.prune.*
   double max_age_days = 7;  // maxAgeDays (0 disables)
 };
 
+// sandbox.allow.*: what a call may choose for its own sandbox (call fields image, network,
+// memory, cpus, pids). Unset ceilings (0) leave the configured sandbox.docker value as the
+// most a call may ask for; a tenant's quotas clamp the ceilings (TenantConfig::ForAgent).
+struct SandboxAllowSettings {
+  std::vector<std::string> images;   // images: image references a call may name
+  std::vector<std::string> network;  // network: network modes a call may name ("none", ...)
+  int64_t memory_bytes = 0;          // memory: ceiling, number or "2g"
+  double cpus = 0;                   // cpus: ceiling
+  int64_t pids = 0;                  // pids: ceiling
+};
+
 struct SandboxSettings {                      // sandbox.* / agents.<id>.sandbox.*
   SandboxMode mode = SandboxMode::kAll;       // mode: off | non-main | all (differs: all)
   SandboxScope scope = SandboxScope::kAgent;  // scope: session | agent | shared
@@ -54,6 +65,7 @@ struct SandboxSettings {                      // sandbox.* / agents.<id>.sandbox
   std::string main_session_key = "main";  // mainSessionKey (for non-main)
   DockerSettings docker;
   PruneSettings prune;
+  SandboxAllowSettings allow;
 };
 
 struct ElevatedSettings {  // tools.elevated.*

@@ -25,6 +25,16 @@ struct ExecRequest {
   // sandrun's own: when the call needs an operator's approval, wait for the answer and run the
   // approved command as this call (the server only; see ApprovalBroker::Await).
   bool wait = false;
+  // sandrun's own (issue 19): the call's sandbox choices, accepted only within sandbox.allow.*
+  // (the gate refuses the rest, naming the key); a different choice is a different container.
+  std::optional<std::string> image;
+  std::optional<std::string> network;
+  std::optional<int64_t> memory_bytes;  // "memory": bytes, or "512m"/"2g"
+  std::optional<double> cpus;
+  std::optional<int64_t> pids;
+  // "rm": the call gets a scope of its own, removed with its container and scratch data when
+  // the call ends (foreground calls only).
+  bool rm = false;
 };
 
 // Who is calling (SPEC §3.5): provider "cli" with the OS user as sender, or "api" with the

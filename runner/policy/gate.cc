@@ -135,7 +135,7 @@ int64_t ClampYield(int64_t ms) { return std::clamp<int64_t>(ms, 10, 120000); }
 Result<GatedPlan> BuildSandboxPlan(GatedPlan out, const ExecRequest& request,
                                    const GateContext& ctx) {
   const config::AgentSettings& s = *ctx.settings;
-  Result<exec::SandboxSpec> spec = BuildSandboxSpec(ctx);
+  Result<exec::SandboxSpec> spec = BuildSandboxSpec(ctx, request);
   if (!spec) return spec.error();
   exec::Plan& p = out.plan;
   p.target = exec::Target::kSandbox;
@@ -144,7 +144,7 @@ Result<GatedPlan> BuildSandboxPlan(GatedPlan out, const ExecRequest& request,
   Result<EnvMap> overrides = ValidateSandboxEnvOverrides(request.env);
   if (!overrides) return overrides.error();
   EnvMap env;
-  env["HOME"] = p.sandbox.workdir;
+  env["HOME"] = std::string(kSandboxHome);
   for (const auto& [k, v] : s.sandbox.docker.env) env[k] = v;
   for (const auto& [k, v] : *overrides) env[k] = v;
   std::optional<std::string> path = Lookup(request.env, "PATH");

@@ -91,6 +91,9 @@ struct GateContext {
   // tenants.<id>.quotas.maxContainers of a hosted tenant (0: no limit; ignored for tenant ""):
   // carried in the sandbox spec to the container pool, which alone knows a call needs a new one.
   int64_t max_containers = 0;
+  // A fresh id the loader draws for each call: names the call's own scope when it asks for
+  // `rm` (empty, e.g. in `policy check`: "call").
+  std::string call_id;
 };
 
 }  // namespace sandrun::policy

@@ -5,6 +5,7 @@
 #include <cctype>
 #include <climits>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <vector>
 
@@ -212,6 +213,17 @@ std::string ScratchWorkspaceDir(const std::string& root, config::SandboxScope,
   return (r == "/" ? std::string("") : r) + "/" + ScopeDirName(scope_key);
 }
 
+Result<std::string> ScopeScratchDir(const config::AgentSettings& settings,
+                                    const std::string& state_dir, const std::string& home,
+                                    const std::string& scope_key) {
+  if (settings.sandbox.workspace_access != config::WorkspaceAccess::kNone) return std::string();
+  GateContext ctx;
+  ctx.settings = &settings;
+  ctx.state_dir = state_dir;
+  SANDRUN_ASSIGN_OR_RETURN(std::string root, ScratchRoot(ctx, home));
+  return ScratchWorkspaceDir(root, settings.sandbox.scope, scope_key);
+}
+
 std::optional<Error> ValidateDockerSecurity(const config::DockerSettings& docker) {
   const std::string network = Lower(Trim(docker.network));
   if (network == "host") {
@@ -275,7 +287,113 @@ HostProbe DefaultHostProbe() {
   return probe;
 }
 
-Result<exec::SandboxSpec> BuildSandboxSpec(const GateContext& ctx) {
+namespace {
+
+std::string FormatNumber(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+Error ChoiceRefused(std::string message) {
+  return Error::Refusal("invalid-request", std::move(message) + "; nothing was run.");
+}
+
+bool Listed(const std::vector<std::string>& list, const std::string& value) {
+  for (const std::string& item : list) {
+    if (Trim(item) == value) return true;
+  }
+  return false;
+}
+
+// The call's image, network and limits within sandbox.allow.* (BuildSandboxSpec's contract).
+std::optional<Error> ApplyChoices(const ExecRequest& r, const config::SandboxSettings& sb,
+                                  exec::SandboxSpec* spec) {
+  const config::SandboxAllowSettings& allow = sb.allow;
+  if (r.image && *r.image != spec->image) {
+    if (!Listed(allow.images, *r.image)) {
+      return ChoiceRefused("image \"" + *r.image +
+                           "\" is not allowed for this call: add it to sandbox.allow.images "
+                           "(configured: " +
+                           spec->image + ")");
+    }
+    spec->image = *r.image;
+  }
+  if (r.network && *r.network != spec->network) {
+    config::DockerSettings probe;
+    probe.network = *r.network;
+    if (auto bad = ValidateDockerSecurity(probe)) return ChoiceRefused(bad->message);
+    if (!Listed(allow.network, *r.network)) {
+      return ChoiceRefused("network \"" + *r.network +
+                           "\" is not allowed for this call: add it to sandbox.allow.network "
+                           "(configured: " +
+                           spec->network + ")");
+    }
+    spec->network = *r.network;
+  }
+  auto ceiling = [](double allowed, double configured) {
+    return allowed > 0 ? allowed : configured;  // 0: none set (configured 0: unlimited)
+  };
+  const std::string quota_note = spec->tenant.empty() ? "" : " (the tenant's quotas clamp it)";
+  if (r.memory_bytes) {
+    const double top = ceiling(static_cast<double>(allow.memory_bytes),
+                               static_cast<double>(sb.docker.memory_bytes));
+    if (top > 0 && static_cast<double>(*r.memory_bytes) > top) {
+      return ChoiceRefused("memory " + std::to_string(*r.memory_bytes) +
+                           " bytes is above the ceiling of " +
+                           std::to_string(static_cast<int64_t>(top)) +
+                           " bytes: raise sandbox.allow.memory" + quota_note);
+    }
+    spec->memory_bytes = *r.memory_bytes;
+    spec->memory_swap_bytes = *r.memory_bytes;  // no swap beyond the chosen memory
+  }
+  if (r.cpus) {
+    const double top = ceiling(allow.cpus, sb.docker.cpus);
+    if (top > 0 && *r.cpus > top) {
+      return ChoiceRefused("cpus " + FormatNumber(*r.cpus) + " is above the ceiling of " +
+                           FormatNumber(top) + ": raise sandbox.allow.cpus" + quota_note);
+    }
+    spec->nano_cpus = static_cast<int64_t>(std::llround(*r.cpus * 1e9));
+  }
+  if (r.pids) {
+    const double top =
+        ceiling(static_cast<double>(allow.pids), static_cast<double>(sb.docker.pids_limit));
+    if (top > 0 && static_cast<double>(*r.pids) > top) {
+      return ChoiceRefused("pids " + std::to_string(*r.pids) + " is above the ceiling of " +
+                           std::to_string(static_cast<int64_t>(top)) +
+                           ": raise sandbox.allow.pids" + quota_note);
+    }
+    spec->pids_limit = *r.pids;
+  }
+  return std::nullopt;
+}
+
+// HOME: a tmpfs the sandbox user owns when it is numeric (uid:gid), else one anybody may use.
+void AddHomeTmpfs(exec::SandboxSpec* spec) {
+  const std::string home(kSandboxHome);
+  if (PathIsWithin(home, spec->workdir) || PathIsWithin(spec->workdir, home)) return;
+  for (const std::string& mount : spec->tmpfs) {
+    if (PathIsWithin(home, mount)) return;  // configured already
+  }
+  for (const exec::HostMountSpec& b : spec->binds) {
+    if (PathIsWithin(home, b.target) || PathIsWithin(b.target, home)) return;
+  }
+  std::string owner = "mode=1777";
+  const size_t colon = spec->user.find(':');
+  auto numeric = [](std::string_view s) {
+    return !s.empty() && s.find_first_not_of("0123456789") == std::string_view::npos;
+  };
+  if (colon != std::string::npos && numeric(std::string_view(spec->user).substr(0, colon)) &&
+      numeric(std::string_view(spec->user).substr(colon + 1))) {
+    owner = "mode=0700,uid=" + spec->user.substr(0, colon) + ",gid=" + spec->user.substr(colon + 1);
+  }
+  spec->tmpfs.push_back(home);
+  spec->tmpfs_options[home] = "rw,exec,nosuid,nodev,size=256m," + owner;
+}
+
+}  // namespace
+
+Result<exec::SandboxSpec> BuildSandboxSpec(const GateContext& ctx, const ExecRequest& request) {
   const config::SandboxSettings& sb = ctx.settings->sandbox;
   const config::DockerSettings& d = sb.docker;
   if (auto bad = ValidateCallerIds(ctx.caller)) return *bad;
@@ -289,6 +407,10 @@ Result<exec::SandboxSpec> BuildSandboxSpec(const GateContext& ctx) {
   spec.tenant = ctx.caller.tenant;
   spec.max_containers = ctx.caller.tenant.empty() ? 0 : ctx.max_containers;
   spec.scope_key = SandboxScopeKey(sb.scope, ctx.caller);
+  if (request.rm) {
+    spec.scope_key += "/rm-" + (ctx.call_id.empty() ? std::string("call") : ctx.call_id);
+    spec.remove_after = true;
+  }
   spec.image = Trim(d.image);
   if (spec.image.empty()) return ConfigError("sandbox.docker.image is empty.");
   spec.container_prefix = d.container_prefix;
@@ -392,6 +514,8 @@ Result<exec::SandboxSpec> BuildSandboxSpec(const GateContext& ctx) {
   spec.prune_idle_hours = sb.prune.idle_hours;
   spec.prune_max_age_days = sb.prune.max_age_days;
   spec.state_dir = ctx.state_dir;
+  if (auto refused = ApplyChoices(request, sb, &spec)) return *refused;
+  AddHomeTmpfs(&spec);
   return spec;
 }
 

@@ -50,6 +50,12 @@ inline constexpr std::string_view kExecWrapperDir = "/.sandrun";
 std::string ScratchWorkspaceDir(const std::string& root, config::SandboxScope scope,
                                 const std::string& scope_key);
 
+// The scratch dir of `scope_key` under the settings' scratch root (workspaceAccess none; ""
+// with a real workspace): what `sandbox prune --session` deletes with the scope's container.
+Result<std::string> ScopeScratchDir(const config::AgentSettings& settings,
+                                    const std::string& state_dir, const std::string& home,
+                                    const std::string& scope_key);
+
 // ValidateBind (one sandbox.docker.binds entry by its text) is in host_checks.h: sources that
 // are not absolute paths, "/", sources inside (or containing) /etc /private/etc /proc /sys /dev
 // /root /boot /run /var/run /private/var/run or ~/.aws ~/.cargo ~/.config ~/.docker ~/.gnupg
@@ -81,7 +87,17 @@ HostProbe DefaultHostProbe();
 // can write (the rw workspace, the scratch root). The sandbox user (spec.user) is
 // sandbox.docker.user if set, else the workspace owner's uid:gid (the runner's for the scratch
 // dir) unless that is root, else 65534:65534.
-Result<exec::SandboxSpec> BuildSandboxSpec(const GateContext& ctx);
+// The call's own choices (ExecRequest image, network, memory, cpus, pids, rm) are applied
+// within sandbox.allow.* and refused (invalid-request, naming the key to change) beyond it:
+// images and network modes the configured one or listed, limits up to the allow ceilings
+// (unset: the configured docker value), network never host or container:*. With `rm` the scope
+// is the call's own (<scope key>/rm-<ctx.call_id>) and spec.remove_after is set.
+// HOME is not the workspace: kSandboxHome, a tmpfs owned by the sandbox user (mode 0700).
+Result<exec::SandboxSpec> BuildSandboxSpec(const GateContext& ctx,
+                                           const ExecRequest& request = ExecRequest{});
+
+// The sandbox's HOME: a per-container tmpfs (caches and shell history stay out of the workspace).
+inline constexpr std::string_view kSandboxHome = "/home/sandrun";
 
 // Where a sandboxed command runs (reference §2.5).
 struct SandboxWorkdir {

@@ -69,6 +69,9 @@ struct SandboxSpec {
   double prune_idle_hours = 24;
   double prune_max_age_days = 7;
   std::string state_dir;  // for sandbox/containers.json
+  // The call's own scope (exec --rm): the executor removes the container, its scratch mount,
+  // image and directory when the call ends.
+  bool remove_after = false;
 };
 
 struct Plan {

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
+#include <map>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -146,7 +147,13 @@ std::string ReachHash(const SandboxSpec& spec) {
                      "\nworkdir=" + spec.workdir + "\nworkspace=" + spec.workspace_host_dir +
                      "\nworkspaceId=" + Identity(spec.workspace_id) +
                      "\nworkspaceReadOnly=" + (spec.workspace_read_only ? "1" : "0") +
-                     "\nscratch=" + (spec.scratch ? "1" : "0");
+                     "\nscratch=" + (spec.scratch ? "1" : "0") +
+                     // Limits a call may choose (exec --memory/--cpus/--pids): another choice is
+                     // another container, never a kept one with the old limits.
+                     "\nmemory=" + std::to_string(spec.memory_bytes) +
+                     "\nmemorySwap=" + std::to_string(spec.memory_swap_bytes) +
+                     "\nnanoCpus=" + std::to_string(spec.nano_cpus) +
+                     "\npids=" + std::to_string(spec.pids_limit);
   for (const std::string& cap : spec.cap_drop) text += "\ncapDrop=" + cap;
   for (const std::string& opt : SecurityOptions(spec)) text += "\nsecurityOpt=" + opt;
   for (const auto& [mount, options] : spec.tmpfs_options)
@@ -348,9 +355,9 @@ Result<EnsuredContainer> ContainerPool::EnsureNamed(const SandboxSpec& spec,
       return SandboxUnavailable(std::move(removed).error(), "removing outdated container " + name);
     }
     warnings->push_back("Sandbox container " + name +
-                        " could reach other mounts, another user, network or image than this "
-                        "call asks for; replaced it with a new one (commands still running in "
-                        "the old one were ended).");
+                        " could reach other mounts, another user, network, image or limits than "
+                        "this call asks for; replaced it with a new one (commands still running "
+                        "in the old one were ended).");
     return CreateAndStart(spec, name);
   }
   if (!info->state.running) {
@@ -372,7 +379,7 @@ Result<EnsuredContainer> ContainerPool::EnsureNamed(const SandboxSpec& spec,
       auto it = state->containers.find(name);
       if (it != state->containers.end()) last_used = it->second.last_used_at_ms;
     }
-    // Only settings outside the reach (limits, env, setup) changed: a hot container is kept.
+    // Only settings outside the reach (env, setup) changed: a hot container is kept.
     if (NowMs() - last_used < kHotWindowMs) {
       warnings->push_back("Sandbox config changed for " + name +
                           " (recently used). Recreate to apply: sandrun sandbox recreate --scope " +
@@ -462,6 +469,45 @@ Result<std::vector<std::string>> ContainerPool::Prune(const std::string& instanc
     s.last_prune_at_ms = now;
   });
   (void)ReleaseIdleScratch(instance_id, state_dir);
+  return removed;
+}
+
+Result<std::vector<std::string>> ContainerPool::RemoveScope(
+    const std::string& instance_id, const std::string& state_dir, const std::string& tenant,
+    const std::string& scope_key, const std::string& scratch_dir, bool with_rm_scopes) {
+  SANDRUN_ASSIGN_OR_RETURN(
+      auto containers, client_->ListContainers({std::string(kInstanceLabel) + "=" + instance_id},
+                                               /*all=*/true));
+  std::vector<std::string> removed;
+  std::map<std::string, std::string> scopes;  // scope key -> its scratch dir ("": none known)
+  for (const auto& c : containers) {
+    auto scope = c.labels.find(kScopeLabel);
+    auto owner = c.labels.find(kTenantLabel);
+    if (scope == c.labels.end() || (owner == c.labels.end() ? "" : owner->second) != tenant) {
+      continue;
+    }
+    const bool rm_scope = with_rm_scopes && scope->second.starts_with(scope_key + "/rm-");
+    if (scope->second != scope_key && !rm_scope) continue;
+    std::string name = c.names.empty() ? c.id : c.names.front();
+    if (auto st = client_->RemoveContainer(c.id, true); !st) {
+      return std::move(st).error().Wrap("removing " + name);
+    }
+    removed.push_back(name);
+    if (rm_scope && !scratch_dir.empty()) {
+      // The call scopes' scratch dirs sit next to the scope's, named by their own keys.
+      const size_t slash = scratch_dir.find_last_of('/');
+      scopes[scope->second] = scratch_dir.substr(0, slash + 1) + ScopeDirName(scope->second);
+    }
+  }
+  scopes[scope_key] = scratch_dir;
+  SandboxRegistry registry(state_dir);
+  (void)registry.Update([&](RegistryState& s) {
+    for (const auto& name : removed) s.containers.erase(name);
+  });
+  for (const auto& [key, dir] : scopes) {
+    if (dir.empty()) continue;
+    SANDRUN_RETURN_IF_ERROR(DeleteScratch(state_dir, key, dir));
+  }
   return removed;
 }
 

@@ -97,6 +97,15 @@ class ContainerPool {
   Result<std::vector<std::string>> Prune(const std::string& instance_id,
                                          const std::string& state_dir, double idle_hours,
                                          double max_age_days);
+  // Removes a scope for good: this instance's containers of `tenant` whose scope is `scope_key`
+  // (or, with `with_rm_scopes`, one of its `<scope_key>/rm-*` call scopes), then their scratch
+  // data (DeleteScratch) when `scratch_dir` names it ("" with a real workspace). Returns the
+  // names of the containers removed.
+  Result<std::vector<std::string>> RemoveScope(const std::string& instance_id,
+                                               const std::string& state_dir,
+                                               const std::string& tenant,
+                                               const std::string& scope_key,
+                                               const std::string& scratch_dir, bool with_rm_scopes);
   // Detaches the host-side scratch mounts (host_mounts.h) of scopes of this instance that have
   // no container left.
   Status ReleaseIdleScratch(const std::string& instance_id, const std::string& state_dir);

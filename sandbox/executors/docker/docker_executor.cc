@@ -134,11 +134,50 @@ docker::OutputSink CollectorSink(OutputCollector& collector) {
 
 }  // namespace
 
+void DockerExecutor::RemoveCallScope(const Plan& plan, std::vector<std::string>* warnings) {
+  const SandboxSpec& sb = plan.sandbox;
+  if (!sb.remove_after) return;
+  auto removed = pool_.RemoveScope(sb.instance_id, sb.state_dir, sb.tenant, sb.scope_key,
+                                   sb.scratch ? sb.workspace_host_dir : "", false);
+  if (!removed) {
+    warnings->push_back("Warning: the call's own sandbox (rm) was not removed: " +
+                        removed.error().ToString() + "; `sandrun sandbox prune` removes it.");
+  }
+}
+
+namespace {
+
+// Runs RemoveCallScope when the call is over, however it ends.
+class CallScopeRemoval {
+ public:
+  CallScopeRemoval(DockerExecutor* executor, const Plan& plan) : executor_(executor), plan_(plan) {}
+  ~CallScopeRemoval() {
+    std::vector<std::string> ignored;
+    if (armed_) executor_->RemoveCallScope(plan_, &ignored);
+  }
+  void Disarm() { armed_ = false; }
+  // Removes now, reporting into `warnings`, instead of at destruction.
+  void Now(std::vector<std::string>* warnings) {
+    armed_ = false;
+    executor_->RemoveCallScope(plan_, warnings);
+  }
+  CallScopeRemoval(const CallScopeRemoval&) = delete;
+  CallScopeRemoval& operator=(const CallScopeRemoval&) = delete;
+
+ private:
+  DockerExecutor* executor_;
+  const Plan& plan_;
+  bool armed_ = true;
+};
+
+}  // namespace
+
 Result<ExecOutcome> DockerExecutor::Run(const Plan& plan, const LiveSink& live,
                                         const CancelToken* cancel) {
   auto started_at = Deadline::Clock::now();
   std::vector<std::string> warnings;
   docker::ExecSpec spec = ExecSpecFor(plan, /*attach_stdin=*/false);
+  CallScopeRemoval removal(this, plan);
   SANDRUN_ASSIGN_OR_RETURN(CreatedExec created, CreateExecFor(plan, spec, &warnings));
 
   OutputCollector collector(plan.max_output_chars, live);
@@ -157,6 +196,7 @@ Result<ExecOutcome> DockerExecutor::Run(const Plan& plan, const LiveSink& live,
     return std::move(streamed).error().Wrap("running in " + created.container.name);
   }
   ExecOutcome outcome = Finish(plan, created, std::move(streamed), collector, cancel, started_at);
+  removal.Now(&warnings);
   outcome.warnings.insert(outcome.warnings.begin(), warnings.begin(), warnings.end());
   return outcome;
 }
@@ -185,6 +225,7 @@ class DockerRunningProcess final : public RunningProcess {
       Status streamed = stream_->PumpToEnd(CollectorSink(collector_), opts);
       ExecOutcome outcome =
           executor_->Finish(plan_, created_, std::move(streamed), collector_, nullptr, started_at_);
+      executor_->RemoveCallScope(plan_, &warnings_);  // before Wait() returns: nothing is left
       outcome.warnings.insert(outcome.warnings.begin(), warnings_.begin(), warnings_.end());
       std::lock_guard<std::mutex> lock(mu_);
       outcome_ = std::move(outcome);
@@ -262,14 +303,17 @@ class DockerRunningProcess final : public RunningProcess {
 Result<std::unique_ptr<RunningProcess>> DockerExecutor::Start(const Plan& plan, LiveSink sink) {
   std::vector<std::string> warnings;
   docker::ExecSpec spec = ExecSpecFor(plan, /*attach_stdin=*/true);
+  CallScopeRemoval removal(this, plan);  // until the process owns the removal
   SANDRUN_ASSIGN_OR_RETURN(CreatedExec created, CreateExecFor(plan, spec, &warnings));
   auto stream = client_->AttachExec(created.exec_id, spec);
   if (!stream) return SandboxUnavailable(std::move(stream).error(), "starting the exec");
   int64_t pid = 0;
   if (auto info = client_->InspectExec(created.exec_id); info) pid = info->pid;
-  return std::unique_ptr<RunningProcess>(std::make_unique<DockerRunningProcess>(
+  auto process = std::make_unique<DockerRunningProcess>(
       weak_from_this().lock(), this, client_, plan, std::move(created), std::move(stream).value(),
-      std::move(sink), std::move(warnings), pid));
+      std::move(sink), std::move(warnings), pid);
+  removal.Disarm();
+  return std::unique_ptr<RunningProcess>(std::move(process));
 }
 
 Result<std::unique_ptr<RunningProcess>> DockerExecutor::Adopt(const std::string& key, LiveSink sink,

@@ -68,6 +68,9 @@ class DockerExecutor final : public Executor, public std::enable_shared_from_thi
   ExecOutcome Finish(const Plan& plan, const CreatedExec& exec, Status streamed,
                      OutputCollector& collector, const CancelToken* cancel,
                      Deadline::Clock::time_point started_at);
+  // exec --rm (plan.sandbox.remove_after): removes the call's own scope, its container and
+  // scratch data; a failure is a warning appended to `warnings`. Nothing for other plans.
+  void RemoveCallScope(const Plan& plan, std::vector<std::string>* warnings);
 
  private:
   static docker::ExecSpec ExecSpecFor(const Plan& plan, bool attach_stdin);

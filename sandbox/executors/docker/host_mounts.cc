@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <filesystem>
 #include <optional>
 
 #include "sandbox/base/slug.h"
@@ -226,6 +227,24 @@ Status ReleaseScratch(const std::string& state_dir, const std::string& scope_key
   if (rdev == 0 || info.id.dev != rdev) return Ok();  // not ours: left alone
   SANDRUN_RETURN_IF_ERROR(DetachMountFd(fd->get()));
   forget();
+  return Ok();
+}
+
+Status DeleteScratch(const std::string& state_dir, const std::string& scope_key,
+                     const std::string& scratch_dir) {
+  SANDRUN_RETURN_IF_ERROR(ReleaseScratch(state_dir, scope_key, scratch_dir));
+  if (auto fd = OpenNoSymlinks(scratch_dir); fd) {
+    std::error_code ec;
+    std::filesystem::remove_all(scratch_dir, ec);  // removes links, never follows them
+    if (ec) return Error::FromErrno(ec.value(), "cannot remove the scratch dir " + scratch_dir);
+  }
+  // The image and the lock its creation is serialised by (nobody else uses a removed scope's).
+  for (const char* suffix : {".img", ".lock"}) {
+    const std::string file = ImagesDir(state_dir) + "/" + ScopeKeyHash(scope_key) + suffix;
+    if (::unlink(file.c_str()) != 0 && errno != ENOENT) {
+      return Error::FromErrno(errno, "cannot remove the scratch image file " + file);
+    }
+  }
   return Ok();
 }
 

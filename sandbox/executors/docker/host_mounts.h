@@ -60,6 +60,13 @@ Status GiveScratchToSandboxUser(const SandboxSpec& spec);
 Status ReleaseScratch(const std::string& state_dir, const std::string& scope_key,
                       const std::string& scratch_dir);
 
+// Deletes a scope's scratch data for good (exec --rm, sandbox prune --session): detaches its
+// image (ReleaseScratch), then removes the scratch dir's tree (links are removed, never
+// followed; only once no container of the scope runs) and the image file. A dir that is a link
+// or missing is left alone.
+Status DeleteScratch(const std::string& state_dir, const std::string& scope_key,
+                     const std::string& scratch_dir);
+
 // A container's host-backed mounts prepared for one create + start (see the file comment).
 // Destroying it detaches and removes the staging mounts.
 class StagedMounts {

@@ -81,7 +81,7 @@ TEST(SandboxPlan, Defaults) {
   EXPECT_EQ(p.target, exec::Target::kSandbox);
   EXPECT_EQ(p.command, "ls");
   EXPECT_EQ(p.env, (std::map<std::string, std::string>{
-                       {"HOME", "/workspace"}, {"LANG", "C.UTF-8"}, {"SANDRUN_SHELL", "exec"}}));
+                       {"HOME", "/home/sandrun"}, {"LANG", "C.UTF-8"}, {"SANDRUN_SHELL", "exec"}}));
   EXPECT_EQ(p.prepend_path, "");
   EXPECT_EQ(p.cwd, "/workspace");
   EXPECT_TRUE(p.warnings.empty());
@@ -107,8 +107,8 @@ TEST(SandboxPlan, RequestEnvIsMergedUnblockedAndPathMovesToPrepend) {
            {"SANDRUN_PREPEND_PATH", "/hijack"},
            {"SANDRUN_SHELL", "bash"}};
   GatedPlan g = MustGate(r, f.Ctx());
-  EXPECT_EQ(g.plan.prepend_path, "/p1:/opt/bin:/workspace/bin:/usr/bin");
-  EXPECT_EQ(g.plan.env, (std::map<std::string, std::string>{{"HOME", "/workspace"},
+  EXPECT_EQ(g.plan.prepend_path, "/p1:/opt/bin:/home/sandrun/bin:/usr/bin");
+  EXPECT_EQ(g.plan.env, (std::map<std::string, std::string>{{"HOME", "/home/sandrun"},
                                                             {"LANG", "C"},
                                                             {"LD_PRELOAD", "/lib/x.so"},
                                                             {"SANDRUN_SHELL", "exec"}}));

@@ -2,6 +2,7 @@
 // settings, bind and network validation, workdir mapping.
 #include "runner/policy/sandbox_spec.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -16,6 +17,7 @@ namespace {
 
 using config::SandboxScope;
 using config::WorkspaceAccess;
+using ::testing::HasSubstr;
 
 // A host file system for the probes: paths with their identities, owners and types; links are
 // refused by `inspect` and resolved by `inspect_real`.
@@ -387,11 +389,16 @@ TEST(Spec, Defaults) {
   EXPECT_TRUE(s.scratch);
   EXPECT_EQ(s.scratch_limit_bytes, int64_t{2} << 30);
   EXPECT_TRUE(s.read_only_root);
-  EXPECT_EQ(s.tmpfs, (std::vector<std::string>{"/tmp", "/var/tmp", "/run"}));
-  EXPECT_EQ(s.tmpfs_options, (std::map<std::string, std::string>{
-                                 {"/tmp", "rw,exec,nosuid,nodev,size=256m,mode=1777"},
-                                 {"/var/tmp", "rw,exec,nosuid,nodev,size=64m,mode=1777"},
-                                 {"/run", "rw,noexec,nosuid,nodev,size=16m,mode=1777"}}));
+  EXPECT_EQ(s.tmpfs, (std::vector<std::string>{"/tmp", "/var/tmp", "/run", "/home/sandrun"}));
+  EXPECT_EQ(
+      s.tmpfs_options,
+      (std::map<std::string, std::string>{
+          {"/tmp", "rw,exec,nosuid,nodev,size=256m,mode=1777"},
+          {"/var/tmp", "rw,exec,nosuid,nodev,size=64m,mode=1777"},
+          {"/run", "rw,noexec,nosuid,nodev,size=16m,mode=1777"},
+          // HOME: the sandbox user's own, never the workspace (issue 19).
+          {"/home/sandrun", "rw,exec,nosuid,nodev,size=256m,mode=0700,uid=65534,gid=65534"}}));
+  EXPECT_FALSE(s.remove_after);
   EXPECT_EQ(s.network, "none");
   EXPECT_EQ(s.cap_drop, std::vector<std::string>{"ALL"});
   EXPECT_TRUE(s.no_new_privileges);
@@ -438,7 +445,9 @@ TEST(Spec, Overrides) {
   EXPECT_EQ(r->workdir, "/code");
   EXPECT_EQ(r->scope_key, "s1");
   EXPECT_EQ(r->workspace_host_dir, "/home/u/sbx/s1-" + Sha256Hex("s1"));
-  EXPECT_EQ(r->tmpfs, (std::vector<std::string>{"/tmp", "/cache", "/data"}));
+  EXPECT_EQ(r->tmpfs, (std::vector<std::string>{"/tmp", "/cache", "/data", "/home/sandrun"}));
+  EXPECT_EQ(r->tmpfs_options.at("/home/sandrun"),
+            "rw,exec,nosuid,nodev,size=256m,mode=0700,uid=1000,gid=1000");
   EXPECT_EQ(r->tmpfs_options.at("/cache"), "size=10m");
   EXPECT_EQ(r->tmpfs_options.at("/data"), "rw,noexec,nosuid,nodev,size=64m,mode=1777");
   EXPECT_EQ(r->network, "bridge");
@@ -785,6 +794,109 @@ INSTANTIATE_TEST_SUITE_P(
                       MapRow{"prefix_not_parent", "/workspacex", "/workspace", "/h", true},
                       MapRow{"outside", "/tmp", "/workspace", "/h", true}),
     [](const ::testing::TestParamInfo<MapRow>& row_info) { return row_info.param.name; });
+
+// Issue 19: what a call may choose for its sandbox, within sandbox.allow.*.
+TEST(Spec, CallChoicesWithinTheAllowList) {
+  SpecFixture f;
+  config::SandboxAllowSettings& allow = f.settings.sandbox.allow;
+  allow.images = {"sandrun-sandbox:minimal"};
+  allow.network = {"bridge"};
+  allow.memory_bytes = int64_t{2} << 30;
+  allow.cpus = 2;
+  allow.pids = 1024;
+  ExecRequest r;
+  r.image = "sandrun-sandbox:minimal";
+  r.network = "bridge";
+  r.memory_bytes = int64_t{2} << 30;
+  r.cpus = 2;
+  r.pids = 1024;
+  Result<exec::SandboxSpec> s = BuildSandboxSpec(f.Ctx(), r);
+  ASSERT_TRUE(s.has_value()) << s.error().message;
+  EXPECT_EQ(s->image, "sandrun-sandbox:minimal");
+  EXPECT_EQ(s->network, "bridge");
+  EXPECT_EQ(s->memory_bytes, int64_t{2} << 30);
+  EXPECT_EQ(s->memory_swap_bytes, int64_t{2} << 30);
+  EXPECT_EQ(s->nano_cpus, 2000000000);
+  EXPECT_EQ(s->pids_limit, 1024);
+  // The configured values themselves are always allowed, and so are lower limits.
+  ExecRequest same;
+  same.image = "sandrun-sandbox:bookworm";
+  same.network = "none";
+  same.memory_bytes = 256 << 20;
+  ASSERT_TRUE(BuildSandboxSpec(f.Ctx(), same).has_value());
+}
+
+TEST(Spec, CallChoicesBeyondTheAllowListAreRefusedNamingTheKey) {
+  SpecFixture f;
+  struct Case {
+    const char* name;
+    ExecRequest request;
+    const char* key;
+  };
+  auto with = [](auto set) {
+    ExecRequest r;
+    set(r);
+    return r;
+  };
+  const Case cases[] = {
+      {"image", with([](ExecRequest& r) { r.image = "ubuntu:latest"; }), "sandbox.allow.images"},
+      {"network", with([](ExecRequest& r) { r.network = "bridge"; }), "sandbox.allow.network"},
+      {"host network", with([](ExecRequest& r) { r.network = "host"; }), "not allowed"},
+      {"container network", with([](ExecRequest& r) { r.network = "container:x"; }), "not allowed"},
+      {"memory", with([](ExecRequest& r) { r.memory_bytes = int64_t{2} << 30; }),
+       "sandbox.allow.memory"},
+      {"cpus", with([](ExecRequest& r) { r.cpus = 1.5; }), "sandbox.allow.cpus"},
+      {"pids", with([](ExecRequest& r) { r.pids = 513; }), "sandbox.allow.pids"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    Result<exec::SandboxSpec> s = BuildSandboxSpec(f.Ctx(), c.request);
+    ASSERT_FALSE(s.has_value());
+    EXPECT_EQ(s.error().WireCode(), "invalid-request");
+    EXPECT_THAT(s.error().message, HasSubstr(c.key));
+    EXPECT_THAT(s.error().message, HasSubstr("nothing was run"));
+  }
+  // An allow list does not let `host` through either.
+  f.settings.sandbox.allow.network = {"host"};
+  ExecRequest host;
+  host.network = "host";
+  EXPECT_FALSE(BuildSandboxSpec(f.Ctx(), host).has_value());
+  // Ceilings above the configured values allow up to them, not beyond.
+  f.settings.sandbox.allow.memory_bytes = int64_t{4} << 30;
+  ExecRequest big;
+  big.memory_bytes = int64_t{4} << 30;
+  EXPECT_TRUE(BuildSandboxSpec(f.Ctx(), big).has_value());
+  big.memory_bytes = (int64_t{4} << 30) + 1;
+  EXPECT_FALSE(BuildSandboxSpec(f.Ctx(), big).has_value());
+}
+
+TEST(Spec, RmGivesTheCallAScopeOfItsOwn) {
+  SpecFixture f;
+  GateContext ctx = f.Ctx();
+  ctx.call_id = "0a1b2c3d4e5f";
+  ExecRequest r;
+  r.rm = true;
+  Result<exec::SandboxSpec> s = BuildSandboxSpec(ctx, r);
+  ASSERT_TRUE(s.has_value()) << s.error().message;
+  EXPECT_EQ(s->scope_key, "agent:main/rm-0a1b2c3d4e5f");
+  EXPECT_TRUE(s->remove_after);
+  EXPECT_EQ(s->workspace_host_dir,
+            ScratchWorkspaceDir("/state/sandboxes", SandboxScope::kAgent, s->scope_key));
+  EXPECT_NE(s->workspace_host_dir, BuildSandboxSpec(f.Ctx())->workspace_host_dir);
+}
+
+TEST(Spec, HomeIsNeverTheWorkspace) {
+  SpecFixture f;
+  f.settings.sandbox.docker.user = "builder";  // a name: the tmpfs is anybody's
+  Result<exec::SandboxSpec> s = BuildSandboxSpec(f.Ctx());
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->tmpfs_options.at("/home/sandrun"), "rw,exec,nosuid,nodev,size=256m,mode=1777");
+  // A configured tmpfs there is kept as configured.
+  f.settings.sandbox.docker.tmpfs = {"/tmp", "/home/sandrun:size=1m"};
+  s = BuildSandboxSpec(f.Ctx());
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->tmpfs_options.at("/home/sandrun"), "size=1m");
+}
 
 }  // namespace
 }  // namespace sandrun::policy
