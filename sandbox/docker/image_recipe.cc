@@ -130,10 +130,17 @@ Result<Recipe> ResolveRecipe(const std::string& arg, const std::string& tag,
     auto builtin = BuiltinRecipe(images_dir, arg);
     if (builtin && !tag.empty()) {
       return Error(ErrorCode::kInvalidArgument,
-                   "\"" + arg + "\" is a built-in recipe, tagged with its name; a tag applies to "
-                   "a recipe directory (write ./" + arg + " for a directory of that name)");
+                   "\"" + arg +
+                       "\" is a built-in recipe, tagged with its name; a tag applies to "
+                       "a recipe directory (write ./" +
+                       arg + " for a directory of that name)");
     }
-    if (builtin || !std::filesystem::is_directory(arg)) return builtin;
+    if (builtin) return builtin;
+    if (!std::filesystem::is_directory(arg)) {
+      if (builtin.error().code != ErrorCode::kNotFound) return builtin;
+      return Error(ErrorCode::kNotFound,
+                   builtin.error().message + ", nor a recipe directory \"" + arg + "\" here");
+    }
   }
   return UserRecipe(arg, tag, images_dir);
 }

@@ -102,6 +102,7 @@ TEST_F(UserRecipeTest, ABareNameIsABuiltinRecipeFirstThenADirectory) {
   EXPECT_FALSE(shadowed->user) << "a built-in name wins over a directory of the same name";
   ASSERT_FALSE(missing);
   EXPECT_EQ(missing.error().code, ErrorCode::kNotFound);
+  EXPECT_THAT(missing.error().ToString(), ::testing::HasSubstr("nor a recipe directory"));
 }
 
 TEST_F(UserRecipeTest, HashCoversTheDirectoryAndTheCommonFiles) {
