@@ -32,7 +32,8 @@ out_dir=$(dirname -- "$out")
 command -v debootstrap >/dev/null 2>&1 || die "debootstrap not found (apt-get install debootstrap)"
 
 here=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
-profile=$here/../common/profile
+# $SANDRUN_COMMON_DIR: set by `sandrun image build`, so a copy of this recipe elsewhere works too.
+profile=${SANDRUN_COMMON_DIR:-$here/../common}/profile
 [[ -r $profile ]] || die "missing shared profile: $profile"
 
 # The Debian mirror the host's apt uses for $suite: first URI of a deb822
