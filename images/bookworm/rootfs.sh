@@ -2,7 +2,8 @@
 # images/bookworm/rootfs.sh OUT_TAR
 #
 # Builds the rootfs of sandrun-sandbox:bookworm with debootstrap (variant
-# minbase + bash, coreutils, python3, git, curl, ca-certificates), trims caches,
+# minbase + bash, coreutils, python3, python3-pip, git, curl, ca-certificates,
+# jq, ripgrep, procps: what agents reach for), trims caches,
 # installs the shared /etc/profile and writes an uncompressed tar (numeric
 # owners, entries like ./usr/bin/bash) to OUT_TAR. Progress goes to stderr;
 # stdout stays empty. Needs root and network access to a Debian mirror; takes a
@@ -17,7 +18,7 @@ umask 022
 
 prog=bookworm/rootfs.sh
 suite=bookworm
-packages=bash,coreutils,python3,git,curl,ca-certificates
+packages=bash,coreutils,python3,python3-pip,git,curl,ca-certificates,jq,ripgrep,procps
 fallback_mirror=http://deb.debian.org/debian
 
 log() { printf '%s: %s\n' "$prog" "$*" >&2; }
@@ -31,7 +32,8 @@ out_dir=$(dirname -- "$out")
 command -v debootstrap >/dev/null 2>&1 || die "debootstrap not found (apt-get install debootstrap)"
 
 here=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
-profile=$here/../common/profile
+# $SANDRUN_COMMON_DIR: set by `sandrun image build`, so a copy of this recipe elsewhere works too.
+profile=${SANDRUN_COMMON_DIR:-$here/../common}/profile
 [[ -r $profile ]] || die "missing shared profile: $profile"
 
 # The Debian mirror the host's apt uses for $suite: first URI of a deb822
@@ -121,9 +123,15 @@ if ! wait "$dbs_pid"; then
 fi
 dbs_pid=
 
-for tool in bash python3 git curl sleep; do
+for tool in bash python3 pip3 git curl jq rg ps sleep; do
     [[ -x $root/usr/bin/$tool || -x $root/bin/$tool ]] || die "debootstrap finished but '$tool' is missing"
 done
+
+# Debian marks its python as externally managed (PEP 668), which makes pip refuse every
+# install. sandrun's containers have a read-only root, so pip can only install into the
+# scope's HOME (it falls back to --user when site-packages is not writable) or a --target:
+# the marker would only turn those away.
+rm -f -- "$root"/usr/lib/python3*/EXTERNALLY-MANAGED
 
 log "trimming caches"
 rm -rf --one-file-system -- "${root:?}"/debootstrap

@@ -21,7 +21,8 @@ out_dir=$(dirname -- "$out")
 [[ -d $out_dir && -w $out_dir ]] || die "output directory '$out_dir' does not exist or is not writable"
 
 here=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
-profile=$here/../common/profile
+# $SANDRUN_COMMON_DIR: set by `sandrun image build`, so a copy of this recipe elsewhere works too.
+profile=${SANDRUN_COMMON_DIR:-$here/../common}/profile
 [[ -r $profile ]] || die "missing shared profile: $profile"
 
 busybox=${BUSYBOX:-/bin/busybox}

@@ -15,13 +15,12 @@
 #include "runner/api/doctor.h"
 #include "runner/api/exec_cmd.h"
 #include "runner/api/exec_stream.h"
+#include "runner/api/image_cmd.h"
 #include "runner/api/policy_cmd.h"
 #include "runner/api/sandbox_cmd.h"
 #include "runner/api/serve.h"
 #include "runner/api/session_cmd.h"
 #include "runner/api/token_cmd.h"
-#include "sandbox/docker/client.h"
-#include "sandbox/docker/image_build.h"
 
 namespace sandrun::api {
 namespace {
@@ -31,31 +30,6 @@ int RunDoctorCommand(const GlobalOptions& global, bool json) {
   std::string out = json ? FormatDoctorJson(report) : FormatDoctorText(report);
   std::fwrite(out.data(), 1, out.size(), stdout);
   return report.ok() ? kExitOk : kExitFailure;
-}
-
-int RunImageBuild(const std::string& name, bool force, const std::string& images_dir) {
-  docker::ImageBuildOptions options;
-  options.images_dir = images_dir.empty() ? docker::DefaultImagesDir() : images_dir;
-  options.force = force;
-  options.log = [](const std::string& line) {
-    std::fprintf(stderr, "sandrun: %s\n", line.c_str());
-  };
-  if (auto valid = docker::ValidateRecipe(options.images_dir, name); !valid) {
-    PrintError(valid.error().ToString());
-    return kExitRefused;
-  }
-  auto client = docker::Client::FromEnvironment();
-  if (!client) {
-    PrintError(client.error().ToString());
-    return kExitFailure;
-  }
-  auto outcome = docker::BuildImage(**client, name, options);
-  if (!outcome) {
-    PrintError("image build " + name + " failed: " + outcome.error().ToString());
-    return kExitFailure;
-  }
-  std::printf("%s %s\n", outcome->reference.c_str(), outcome->image_id.c_str());
-  return kExitOk;
 }
 
 void AddExecFlags(CLI::App* exec, ExecFlags& f) {
@@ -297,16 +271,8 @@ int RunCli(int argc, char** argv) {
       "doctor", "Check the state dir, the config, the Docker engine, sandbox images and seccomp");
   doctor->add_flag("--json", doctor_json, "Print the report as JSON");
 
-  CLI::App* image = app.add_subcommand("image", "Manage the sandbox images");
-  image->require_subcommand(1);
-  std::string image_name, images_dir;
-  bool image_force = false;
-  CLI::App* image_build = image->add_subcommand(
-      "build", "Build an image from its recipe in images/ and import it (no registry)");
-  image_build->add_option("NAME", image_name, "Recipe name: minimal or bookworm")->required();
-  image_build->add_flag("--force", image_force, "Rebuild even when the image is up to date");
-  image_build->add_option("--images-dir", images_dir,
-                          "Directory of recipes (default $SANDRUN_IMAGES_DIR or the source tree)");
+  ImageFlags image_flags;
+  CLI::App* image_build = AddImageCommand(app, image_flags);
 
   std::vector<const char*> options(argv, argv + argc);
   std::optional<std::vector<std::string>> words = TakeCommandWords(&options);
@@ -372,7 +338,7 @@ int RunCli(int argc, char** argv) {
   if (audit_log->parsed()) return RunAuditLogCommand(global, audit_log_flags);
   if (audit->parsed()) return RunAuditCommand(global, audit_json);
   if (doctor->parsed()) return RunDoctorCommand(global, doctor_json);
-  if (image_build->parsed()) return RunImageBuild(image_name, image_force, images_dir);
+  if (image_build->parsed()) return RunImageBuildCommand(image_flags);
   PrintError("no command given (see sandrun --help)");
   return kExitRefused;
 }

@@ -9,7 +9,6 @@
 #include <filesystem>
 #include <sstream>
 
-#include "sandbox/base/sha256.h"
 #include "sandbox/os/file.h"
 #include "sandbox/os/spawn.h"
 #include "sandbox/os/unique_fd.h"
@@ -58,6 +57,16 @@ Result<std::vector<std::string>> ReadChanges(const std::string& path) {
     out.push_back(line);
   }
   return out;
+}
+
+// A Dockerfile LABEL value in double quotes (a directory may hold spaces).
+std::string QuoteLabel(const std::string& value) {
+  std::string out = "\"";
+  for (char c : value) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
 }
 
 }  // namespace
@@ -118,45 +127,27 @@ std::string MissingImageHint(const std::string& images_dir, std::string_view ima
 }
 
 Status ValidateRecipe(const std::string& images_dir, const std::string& name) {
-  bool valid_name = !name.empty() && name != "common";
-  for (char c : name) {
-    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) valid_name = false;
-  }
-  if (!valid_name) {
-    return Error(ErrorCode::kInvalidArgument, "invalid image recipe name \"" + name + "\"");
-  }
-  std::string script = images_dir + "/" + name + "/rootfs.sh";
-  if (::access(script.c_str(), X_OK) != 0) {
-    return Error(ErrorCode::kNotFound,
-                 "no image recipe \"" + name + "\" (" + script + " missing or not executable)");
-  }
+  auto recipe = BuiltinRecipe(images_dir, name);
+  if (!recipe) return std::move(recipe).error();
   return Ok();
 }
 
 Result<std::string> RecipeHash(const std::string& images_dir, const std::string& name) {
-  SANDRUN_RETURN_IF_ERROR(ValidateRecipe(images_dir, name));
-  Sha256 hash;
-  for (const std::string& dir : {name, std::string("common")}) {
-    std::string root = images_dir + "/" + dir;
-    if (dir == "common" && !std::filesystem::is_directory(root)) continue;
-    SANDRUN_ASSIGN_OR_RETURN(std::vector<std::string> files, ListFilesRecursive(root));
-    for (const auto& rel : files) {
-      SANDRUN_ASSIGN_OR_RETURN(std::string content, ReadFile(root + "/" + rel));
-      hash.Update(dir + "/" + rel);
-      hash.Update(std::string(1, '\0'));
-      hash.Update(std::to_string(content.size()));
-      hash.Update(std::string(1, '\0'));
-      hash.Update(content);
-    }
-  }
-  return hash.HexDigest();
+  SANDRUN_ASSIGN_OR_RETURN(Recipe recipe, BuiltinRecipe(images_dir, name));
+  return RecipeHash(recipe);
 }
 
 Result<ImageBuildOutcome> BuildImage(Client& client, const std::string& name,
                                      const ImageBuildOptions& options) {
+  SANDRUN_ASSIGN_OR_RETURN(Recipe recipe, BuiltinRecipe(options.images_dir, name));
+  return BuildImage(client, recipe, options);
+}
+
+Result<ImageBuildOutcome> BuildImage(Client& client, const Recipe& recipe,
+                                     const ImageBuildOptions& options) {
   ImageBuildOutcome out;
-  out.reference = std::string(kImageRepository) + ":" + name;
-  SANDRUN_ASSIGN_OR_RETURN(out.recipe_hash, RecipeHash(options.images_dir, name));
+  out.reference = std::string(kImageRepository) + ":" + recipe.name;
+  SANDRUN_ASSIGN_OR_RETURN(out.recipe_hash, RecipeHash(recipe));
 
   auto existing = client.InspectImage(out.reference);
   if (existing) {
@@ -174,9 +165,12 @@ Result<ImageBuildOutcome> BuildImage(Client& client, const std::string& name,
   SANDRUN_ASSIGN_OR_RETURN(TempDir tmp,
                            TempDir::Create(tmp_parent && *tmp_parent ? tmp_parent : "/var/tmp"));
   std::string tar_path = tmp.path() + "/rootfs.tar";
-  std::string script = options.images_dir + "/" + name + "/rootfs.sh";
+  std::string script = recipe.dir + "/rootfs.sh";
   Log(options, "building the root filesystem of " + out.reference + " (" + script + ")");
-  SANDRUN_ASSIGN_OR_RETURN(int status, RunToCompletion({script, tar_path}, {true}));
+  RunOptions run;
+  run.stdout_to_stderr = true;
+  if (!recipe.common_dir.empty()) run.env.push_back("SANDRUN_COMMON_DIR=" + recipe.common_dir);
+  SANDRUN_ASSIGN_OR_RETURN(int status, RunToCompletion({script, tar_path}, run));
   if (status != 0) {
     return Error(ErrorCode::kInternal,
                  "image recipe " + script + " failed with exit status " + std::to_string(status));
@@ -189,10 +183,11 @@ Result<ImageBuildOutcome> BuildImage(Client& client, const std::string& name,
 
   ImportRequest req;
   req.repo = kImageRepository;
-  req.tag = name;
-  SANDRUN_ASSIGN_OR_RETURN(req.changes, ReadChanges(options.images_dir + "/" + name + "/changes"));
+  req.tag = recipe.name;
+  SANDRUN_ASSIGN_OR_RETURN(req.changes, ReadChanges(recipe.dir + "/changes"));
   req.changes.push_back(std::string("LABEL ") + kRecipeHashLabel + "=" + out.recipe_hash);
-  req.changes.push_back("LABEL sandrun.recipe=" + name);
+  req.changes.push_back("LABEL sandrun.recipe=" + recipe.name);
+  if (recipe.user) req.changes.push_back("LABEL sandrun.recipeDir=" + QuoteLabel(recipe.dir));
   req.body_size = st.st_size;
   int fd = tar.get();
   req.body_reader = [fd, &tar_path](char* buf, size_t cap) -> Result<size_t> {

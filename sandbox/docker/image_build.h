@@ -6,6 +6,8 @@
 // Pattern of use:
 //   ImageBuildOptions opts; opts.images_dir = "/src/images";
 //   SANDRUN_ASSIGN_OR_RETURN(ImageBuildOutcome out, BuildImage(client, "minimal", opts));
+//   SANDRUN_ASSIGN_OR_RETURN(Recipe r, ResolveRecipe("./myimg", "", opts.images_dir));
+//   SANDRUN_ASSIGN_OR_RETURN(ImageBuildOutcome mine, BuildImage(client, r, opts));
 #pragma once
 
 #include <functional>
@@ -15,6 +17,7 @@
 
 #include "sandbox/base/result.h"
 #include "sandbox/docker/client.h"
+#include "sandbox/docker/image_recipe.h"
 
 namespace sandrun::docker {
 
@@ -22,8 +25,8 @@ inline constexpr char kImageRepository[] = "sandrun-sandbox";
 inline constexpr char kRecipeHashLabel[] = "sandrun.recipeHash";
 
 struct ImageBuildOptions {
-  std::string images_dir;                       // holds <name>/rootfs.sh, <name>/changes, common/
-  bool force = false;                           // rebuild even when the recipe hash matches
+  std::string images_dir;  // holds <name>/rootfs.sh, <name>/changes, common/ (name overloads only)
+  bool force = false;      // rebuild even when the recipe hash matches
   std::function<void(const std::string&)> log;  // progress lines (optional)
 };
 
@@ -40,6 +43,13 @@ Status ValidateRecipe(const std::string& images_dir, const std::string& name);
 // sha256 over the relative path and content of every file of the recipe and of common/.
 Result<std::string> RecipeHash(const std::string& images_dir, const std::string& name);
 
+// Builds sandrun-sandbox:<recipe.name> unless an image of that name carries the recipe's hash
+// (or options.force): runs rootfs.sh OUT_TAR (with SANDRUN_COMMON_DIR=<recipe.common_dir> in its
+// environment when there is one) and imports the tar with the recipe's `changes` and the labels
+// sandrun.recipeHash, sandrun.recipe (the name) and, for a user recipe, sandrun.recipeDir.
+Result<ImageBuildOutcome> BuildImage(Client& client, const Recipe& recipe,
+                                     const ImageBuildOptions& options);
+// The built-in recipe `name` of options.images_dir.
 Result<ImageBuildOutcome> BuildImage(Client& client, const std::string& name,
                                      const ImageBuildOptions& options);
 

@@ -10,7 +10,8 @@
 namespace sandrun {
 
 struct RunOptions {
-  bool stdout_to_stderr = false;  // keep our stdout clean for machine-readable output
+  bool stdout_to_stderr = false;      // keep our stdout clean for machine-readable output
+  std::vector<std::string> env = {};  // KEY=VALUE entries set on top of this process's environment
 };
 
 // Spawns argv[0] (searched in PATH) and waits. Returns the exit status, or 128 + signal.
