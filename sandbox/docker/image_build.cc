@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "sandbox/base/sha256.h"
+#include "sandbox/os/data_dir.h"
 #include "sandbox/os/file.h"
 #include "sandbox/os/spawn.h"
 #include "sandbox/os/unique_fd.h"
@@ -61,10 +62,7 @@ Result<std::vector<std::string>> ReadChanges(const std::string& path) {
 
 }  // namespace
 
-std::string DefaultImagesDir() {
-  if (const char* dir = std::getenv("SANDRUN_IMAGES_DIR"); dir && *dir) return dir;
-  return std::string(SANDRUN_SOURCE_DIR) + "/images";
-}
+std::string DefaultImagesDir() { return FindDataDir(DataKind::kImages).path; }
 
 Status ValidateRecipe(const std::string& images_dir, const std::string& name) {
   bool valid_name = !name.empty() && name != "common";

@@ -41,7 +41,8 @@ Result<std::string> RecipeHash(const std::string& images_dir, const std::string&
 Result<ImageBuildOutcome> BuildImage(Client& client, const std::string& name,
                                      const ImageBuildOptions& options);
 
-// The directory holding the recipes: $SANDRUN_IMAGES_DIR, else the source tree's images/.
+// The directory holding the recipes: $SANDRUN_IMAGES_DIR, else an installed tree's
+// share/sandrun/images, else the source tree's images/ (FindDataDir in sandbox/os/data_dir.h).
 std::string DefaultImagesDir();
 
 }  // namespace sandrun::docker
