@@ -8,6 +8,19 @@ DOCKERD_LOG=${DOCKERD_LOG:-/var/log/sandrun-dockerd.log}
 log() { printf 'sandrun-setup: %s\n' "$*" >&2; }
 die() { printf 'sandrun-setup: error: %s\n' "$*" >&2; exit 1; }
 
+# Seconds since the epoch, to the millisecond.
+now() { date +%s.%3N; }
+# "1m05s" for a number of seconds.
+duration() { awk -v s="$1" 'BEGIN { s = int(s + 0.5); if (s >= 60) printf "%dm%02ds", s / 60, s % 60; else printf "%ds", s }'; }
+
+# Runs "$@" and logs how long it took ("sandrun-setup: build_project: 2m31s").
+timed() {
+  local start
+  start=$(now)
+  "$@"
+  log "$1: $(duration "$(awk -v a="$start" -v b="$(now)" 'BEGIN { print b - a }')")"
+}
+
 engine_answers() {
   curl -fsS --max-time 2 --unix-socket "$DOCKER_SOCK" http://localhost/_ping >/dev/null 2>&1
 }

@@ -27,6 +27,7 @@
 #include "sandbox/harden/seccomp_compiler.h"
 #include "sandbox/harden/seccomp_profile.h"
 #include "sandbox/harden/seccomp_support.h"
+#include "sandbox/os/data_dir.h"
 #include "sandbox/os/host_path.h"
 #include "sandbox/os/mounts.h"
 #include "sandbox/os/process_tree.h"
@@ -260,6 +261,29 @@ DoctorCheck SeccompCheck() {
   return Check("seccomp", Level::kOk,
                "filter mode available; libseccomp " + support->library_version + " (API level " +
                    std::to_string(support->api_level) + ")");
+}
+
+// Which profiles and image recipes this sandrun uses, and where from (sandbox/os/data_dir.h).
+// Without profiles nothing runs; without recipes only `sandrun image build` is lost. Returns
+// whether the profiles directory is there.
+bool DataDirChecks(std::vector<DoctorCheck>& checks) {
+  bool profiles_present = true;
+  for (DataKind kind : {DataKind::kProfiles, DataKind::kImages}) {
+    const DataDir dir = FindDataDir(kind);
+    const std::string name = DataKindName(kind);
+    if (Status there = CheckDataDir(dir); !there) {
+      const bool profiles = kind == DataKind::kProfiles;
+      if (profiles) profiles_present = false;
+      checks.push_back(Check(
+          name, profiles ? Level::kFail : Level::kWarn,
+          there.error().message +
+              (profiles ? ": every call is refused" : ": `sandrun image build` has no recipes"),
+          DataDirFix(kind)));
+      continue;
+    }
+    checks.push_back(Check(name, Level::kOk, dir.path + " (" + DescribeSource(dir) + ")"));
+  }
+  return profiles_present;
 }
 
 // profiles/: every file of every kind loads with its loader; seccomp profiles also compile and
@@ -525,7 +549,7 @@ DoctorReport RunDoctor(const std::string& config_file) {
   TreeTrackingInfo tree = DescribeTreeTracking();  // how a timed-out host command's tree dies
   report.checks.push_back(
       Check("process-tree", tree.cgroup ? Level::kOk : Level::kWarn, tree.detail));
-  ProfileChecks(report.checks);
+  if (DataDirChecks(report.checks)) ProfileChecks(report.checks);
   return report;
 }
 

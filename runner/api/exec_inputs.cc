@@ -26,6 +26,7 @@
 #include "sandbox/executors/host/login_path.h"
 #include "sandbox/harden/container_preset.h"
 #include "sandbox/harden/seccomp_profile.h"
+#include "sandbox/os/data_dir.h"
 #include "sandbox/os/host_path.h"
 
 extern char** environ;
@@ -264,6 +265,12 @@ std::unique_ptr<LoadedCall> LoadExecInputs(const GlobalOptions& global,
   // What the decision will read depends on where the call goes: decide that much first.
   const policy::Decision where = policy::Decide(settings, request, ctx.caller);
   if (!where.allowed()) return call;  // DecideExec refuses it again, with nothing loaded
+  // Every call that runs reads profiles: a missing directory (a damaged install) is named once,
+  // before any loader reports one of its files.
+  if (Status data = CheckDataDir(FindDataDir(DataKind::kProfiles)); !data) {
+    return fail(Error::Refusal("invalid-config", "sandrun's profiles: " + data.error().message +
+                                                     "; " + DataDirFix(DataKind::kProfiles)));
+  }
   if (where.approvals_apply) {
     // Host commands do not inherit the runner's secrets or its own variables (profiles/env).
     auto strip = policy::LoadEnvStripProfile(harden::DefaultProfilesDir());

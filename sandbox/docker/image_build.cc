@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <sstream>
 
+#include "sandbox/base/sha256.h"
+#include "sandbox/os/data_dir.h"
 #include "sandbox/os/file.h"
 #include "sandbox/os/spawn.h"
 #include "sandbox/os/unique_fd.h"
@@ -71,10 +73,7 @@ std::string QuoteLabel(const std::string& value) {
 
 }  // namespace
 
-std::string DefaultImagesDir() {
-  if (const char* dir = std::getenv("SANDRUN_IMAGES_DIR"); dir && *dir) return dir;
-  return std::string(SANDRUN_SOURCE_DIR) + "/images";
-}
+std::string DefaultImagesDir() { return FindDataDir(DataKind::kImages).path; }
 
 std::vector<std::string> ListRecipes(const std::string& images_dir) {
   std::vector<std::string> names;

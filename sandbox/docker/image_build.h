@@ -53,7 +53,8 @@ Result<ImageBuildOutcome> BuildImage(Client& client, const Recipe& recipe,
 Result<ImageBuildOutcome> BuildImage(Client& client, const std::string& name,
                                      const ImageBuildOptions& options);
 
-// The directory holding the recipes: $SANDRUN_IMAGES_DIR, else the source tree's images/.
+// The directory holding the recipes: $SANDRUN_IMAGES_DIR, else an installed tree's
+// share/sandrun/images, else the source tree's images/ (FindDataDir in sandbox/os/data_dir.h).
 std::string DefaultImagesDir();
 
 // The recipes of `images_dir` (names that pass ValidateRecipe), sorted; none when it cannot be

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "sandbox/base/json.h"
+#include "sandbox/os/data_dir.h"
 #include "sandbox/os/file.h"
 #include "sandbox/os/trusted_file.h"
 
@@ -46,10 +47,7 @@ std::string TypeName(const rapidjson::Value& v) {
 
 }  // namespace
 
-std::string DefaultProfilesDir() {
-  if (const char* dir = std::getenv("SANDRUN_PROFILES_DIR"); dir && *dir) return dir;
-  return std::string(SANDRUN_SOURCE_DIR) + "/profiles";
-}
+std::string DefaultProfilesDir() { return FindDataDir(DataKind::kProfiles).path; }
 
 bool IsProfileName(std::string_view name) {
   return !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {

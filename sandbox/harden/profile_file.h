@@ -23,7 +23,8 @@
 
 namespace sandrun::harden {
 
-// $SANDRUN_PROFILES_DIR, else the source tree's profiles/.
+// $SANDRUN_PROFILES_DIR, else an installed tree's share/sandrun/profiles, else the source
+// tree's profiles/ (FindDataDir in sandbox/os/data_dir.h).
 std::string DefaultProfilesDir();
 
 // [a-z0-9-]+: the names files refer to each other by; never walks out of profiles/<kind>/.

@@ -71,8 +71,13 @@ TEST(CliDoctorTest, JsonReportIsOneObject) {
   for (const auto& c : checks->GetArray()) names.insert(JsonString(c, "name"));
   EXPECT_EQ(names, (std::set<std::string>{"state-dir", "config", "engine", "api-version",
                                           "exec-wrapper", "image", "seccomp", "confine", "mounts",
-                                          "scratch", "process-tree", "profile"}));
+                                          "scratch", "process-tree", "profiles", "images",
+                                          "profile"}));
   for (const auto& c : checks->GetArray()) {
+    if (JsonString(c, "name") == "profiles") {  // a build-tree binary reads the source tree's
+      EXPECT_EQ(JsonString(c, "detail"), std::string(SANDRUN_SOURCE_DIR) +
+                                             "/profiles (the source tree " SANDRUN_SOURCE_DIR ")");
+    }
     if (JsonString(c, "name") == "exec-wrapper") {
       EXPECT_EQ(JsonString(c, "status"), "ok")
           << "the build puts sandrun-exec next to sandrun: " << ToJson(c);
