@@ -70,7 +70,8 @@ JSON
 finish() {
   # The job's audit trail is an artifact too; then its sandbox goes.
   cp "$SANDRUN_HOME/audit/audit.jsonl" "$artifacts/audit.jsonl" 2>/dev/null || true
-  "$sandrun" sandbox prune --all >/dev/null || echo "run-agent-job: pruning failed" >&2
+  "$sandrun" sandbox prune --session "$job" >/dev/null ||
+    echo "run-agent-job: pruning the job's sandbox failed" >&2
   [ -n "${JOB_STATE_DIR:-}" ] || rm -rf "$state_dir"
 }
 trap finish EXIT
