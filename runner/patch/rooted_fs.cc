@@ -176,7 +176,7 @@ Result<UniqueFd> RootedFs::Open(const std::string& rel, int flags) const {
   UniqueFd fd(OpenBeneath(rel, flags));
   if (fd.valid()) return fd;
   if (errno == EXDEV) return Escape(rel.empty() ? "." : rel);
-  Error e = Error::FromErrno(errno, "cannot open " + Display(rel));
+  Error e = Error::FromErrno(errno, "cannot open " + (rel.empty() ? std::string(".") : rel));
   if (e.sys_errno == ENOENT) e.code = ErrorCode::kNotFound;
   return e;
 }

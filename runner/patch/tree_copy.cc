@@ -173,9 +173,9 @@ Status TreeCopy::CopyDir(int src_fd, int dest_dir_fd, const std::string& name,
       continue;
     }
     if (S_ISDIR(st.st_mode) && made_.count({st.st_dev, st.st_ino}) != 0) continue;  // ourselves
-    const int flags = S_ISDIR(st.st_mode) ? O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC
-                                          : O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY |
-                                                O_CLOEXEC;
+    const int flags = S_ISDIR(st.st_mode)
+                          ? O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC
+                          : O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
     UniqueFd src(::openat(src_fd, n.c_str(), flags));
     if (!src.valid()) {
       if (errno == ENOENT) continue;
