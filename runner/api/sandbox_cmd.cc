@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <ctime>
 
+#include "runner/api/sandbox_cp.h"
 #include "runner/config/config.h"
 #include "runner/config/ids.h"
 #include "runner/config/state_dir.h"
@@ -28,6 +29,7 @@ std::string FormatTime(int64_t ms) {
 }  // namespace
 
 int RunSandboxCommand(const GlobalOptions& global, const SandboxCommand& cmd) {
+  if (cmd.action == "cp") return RunSandboxCp(global, cmd.src, cmd.dest);  // no engine needed
   auto state_dir = config::StateDirPath();
   if (!state_dir) {
     PrintError(state_dir.error().ToString());
