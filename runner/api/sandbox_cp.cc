@@ -164,11 +164,12 @@ int CopyIn(const std::string& src, const std::string& dest, const exec::SandboxS
   if (!rel) return Refused(rel.error());
   // The caller's own path: opened as cp opens it (a link given here is followed).
   UniqueFd in(::open(src.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
-  if (!in.valid()) return Refused(Error::Refusal("not-found", Error::FromErrno(errno, src).ToString()));
+  if (!in.valid())
+    return Refused(Error::Refusal("not-found", Error::FromErrno(errno, src).ToString()));
   struct stat st {};
   if (::fstat(in.get(), &st) != 0 || !(S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))) {
-    return Refused(Error::Refusal("invalid-request",
-                                  src + " is neither a regular file nor a directory"));
+    return Refused(
+        Error::Refusal("invalid-request", src + " is neither a regular file nor a directory"));
   }
   std::string name = BaseName(src);
   if (name.empty()) {

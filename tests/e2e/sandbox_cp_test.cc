@@ -70,7 +70,7 @@ TEST_F(SandboxCp, FileCopiedInIsSeenAndWritableInTheSandbox) {
   auto cat = Exec({}, "cat /workspace/in/f.txt && echo more >> /workspace/in/f.txt && id -u");
   ASSERT_EQ(cat.exit_code, 0) << cat.err;
   EXPECT_EQ(cat.out, "artifact\n65534\n") << "the sandbox user (nobody for a root runner's "
-                                            "scratch) owns what was copied in";
+                                             "scratch) owns what was copied in";
   // Into an existing directory, by absolute container path: under the source's name.
   ASSERT_EQ(Cp(host_ + "/f.txt", "sandbox:/workspace/in").exit_code, 0);
   EXPECT_EQ(Exec({}, "cat /workspace/in/f.txt").out, "artifact\n") << "replaced whole";
@@ -83,8 +83,9 @@ TEST_F(SandboxCp, DirectoryTreeCopiedInSkipsSymlinks) {
   auto r = Cp(host_ + "/tree", "sandbox:");
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.err.find("skipped"), std::string::npos) << r.err;
-  auto seen = Exec({}, "cat /workspace/tree/sub/a; test -e /workspace/tree/link || echo no-link; "
-                       "touch /workspace/tree/sub/b && echo writable");
+  auto seen = Exec({},
+                   "cat /workspace/tree/sub/a; test -e /workspace/tree/link || echo no-link; "
+                   "touch /workspace/tree/sub/b && echo writable");
   EXPECT_EQ(seen.out, "A\nno-link\nwritable\n") << seen.err;
 }
 
@@ -127,8 +128,9 @@ TEST_F(SandboxCp, FileNeverReplacesADirectory) {
 // ---- Out of the sandbox ----
 
 TEST_F(SandboxCp, FileAndTreeMadeInTheSandboxCopyOut) {
-  auto made = Exec({}, "mkdir -p /workspace/out/sub && echo built > /workspace/out/r.txt && "
-                       "echo deep > /workspace/out/sub/d.txt");
+  auto made = Exec({},
+                   "mkdir -p /workspace/out/sub && echo built > /workspace/out/r.txt && "
+                   "echo deep > /workspace/out/sub/d.txt");
   ASSERT_EQ(made.exit_code, 0) << made.err;
   auto r = Cp("sandbox:/workspace/out/r.txt", host_);  // into an existing directory
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
@@ -146,8 +148,9 @@ TEST_F(SandboxCp, FileAndTreeMadeInTheSandboxCopyOut) {
 // ---- Escapes ----
 
 TEST_F(SandboxCp, SymlinkPlantedByTheSandboxIsNeverFollowedOut) {
-  auto plant = Exec({}, "ln -s /etc /workspace/link && ln -s /etc/passwd /workspace/pw && "
-                        "mkdir /workspace/d && ln -s /etc/shadow /workspace/d/sh");
+  auto plant = Exec({},
+                    "ln -s /etc /workspace/link && ln -s /etc/passwd /workspace/pw && "
+                    "mkdir /workspace/d && ln -s /etc/shadow /workspace/d/sh");
   ASSERT_EQ(plant.exit_code, 0) << plant.err;
   const std::string before = SandboxListing();
 
@@ -176,9 +179,8 @@ TEST_F(SandboxCp, SymlinkPlantedByTheSandboxIsNeverFollowedOut) {
 TEST_F(SandboxCp, PathsOutsideTheWorkspaceAreRefused) {
   const std::string before = SandboxListing();
   const auto home_before = Listing(home_);
-  for (const std::string dest :
-       {"sandbox:../x", "sandbox:a/../../x", "sandbox:/etc/passwd", "sandbox:/tmp/x",
-        "sandbox:/workspacex/y", "sandbox:/"}) {
+  for (const std::string dest : {"sandbox:../x", "sandbox:a/../../x", "sandbox:/etc/passwd",
+                                 "sandbox:/tmp/x", "sandbox:/workspacex/y", "sandbox:/"}) {
     auto r = Cp(host_ + "/f.txt", dest);
     EXPECT_EQ(r.exit_code, 2) << dest << ": " << r.out << r.err;
     EXPECT_NE(r.err.find(dest.substr(0, 12)), std::string::npos) << r.err;
