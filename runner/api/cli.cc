@@ -208,6 +208,11 @@ int RunCli(int argc, char** argv) {
                             "Remove this session's sandbox and its scratch data for good (a "
                             "finished CI job's; needs sandbox.scope \"session\")");
 
+  CLI::App* sandbox_cp = sandbox->add_subcommand(
+      "cp", "Copy a file or directory into or out of the sandbox workspace (sandbox:PATH)");
+  sandbox_cp->add_option("SRC", sandbox_cmd.src, "A host path, or sandbox:PATH")->required();
+  sandbox_cp->add_option("DEST", sandbox_cmd.dest, "A host path, or sandbox:PATH")->required();
+
   PolicyCheckFlags policy_flags;
   CLI::App* policy = app.add_subcommand("policy", "Evaluate exec policy without running anything");
   policy->require_subcommand(1);
@@ -314,6 +319,7 @@ int RunCli(int argc, char** argv) {
   if (sandbox->parsed()) {
     sandbox_cmd.action = sandbox_list->parsed()       ? "list"
                          : sandbox_recreate->parsed() ? "recreate"
+                         : sandbox_cp->parsed()       ? "cp"
                                                       : "prune";
     return RunSandboxCommand(global, sandbox_cmd);
   }

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <ctime>
 
+#include "runner/api/sandbox_cp.h"
 #include "runner/config/config.h"
 #include "runner/config/ids.h"
 #include "runner/config/state_dir.h"
@@ -74,6 +75,7 @@ int PruneSession(const GlobalOptions& global, const SandboxCommand& cmd, const c
 }  // namespace
 
 int RunSandboxCommand(const GlobalOptions& global, const SandboxCommand& cmd) {
+  if (cmd.action == "cp") return RunSandboxCp(global, cmd.src, cmd.dest);  // no engine needed
   auto state_dir = config::StateDirPath();
   if (!state_dir) {
     PrintError(state_dir.error().ToString());

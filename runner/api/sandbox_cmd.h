@@ -1,4 +1,4 @@
-// `sandrun sandbox list|recreate|prune`: the operator's view of this state dir's containers.
+// `sandrun sandbox list|recreate|prune|cp`: the operator's view of this state dir's containers.
 #pragma once
 
 #include <string>
@@ -14,6 +14,8 @@ struct SandboxCommand {
   std::string agent;    // recreate: agent:<id>
   std::string session;  // recreate: a session key
   bool json = false;    // list
+  std::string src;      // cp (sandbox_cp.h; action "cp")
+  std::string dest;     // cp
 };
 
 int RunSandboxCommand(const GlobalOptions& global, const SandboxCommand& cmd);

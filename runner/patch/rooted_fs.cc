@@ -172,6 +172,15 @@ Result<PathInfo> RootedFs::Resolve(const std::string& rel, bool follow_final) co
   return info;
 }
 
+Result<UniqueFd> RootedFs::Open(const std::string& rel, int flags) const {
+  UniqueFd fd(OpenBeneath(rel, flags));
+  if (fd.valid()) return fd;
+  if (errno == EXDEV) return Escape(rel.empty() ? "." : rel);
+  Error e = Error::FromErrno(errno, "cannot open " + (rel.empty() ? std::string(".") : rel));
+  if (e.sys_errno == ENOENT) e.code = ErrorCode::kNotFound;
+  return e;
+}
+
 Result<std::string> RootedFs::ReadFile(const std::string& rel, size_t max_bytes) const {
   UniqueFd fd(OpenBeneath(rel, O_RDONLY | O_NONBLOCK | O_NOCTTY));
   if (!fd.valid()) {

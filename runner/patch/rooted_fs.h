@@ -53,6 +53,11 @@ class RootedFs {
   // Reads a regular file (following symlinks beneath the root), at most `max_bytes`.
   Result<std::string> ReadFile(const std::string& rel, size_t max_bytes) const;
 
+  // Opens `rel` ("" = the root) with open(2) `flags` (O_CLOEXEC added), resolved beneath the root
+  // like Resolve (symlinks followed while they stay beneath it; O_NOFOLLOW refuses a final one).
+  // Errors: EXDEV (leads out), kNotFound (ENOENT), other I/O.
+  Result<UniqueFd> Open(const std::string& rel, int flags) const;
+
   // Opens directory `rel` ("" = the root) for *at() calls. With `create`, missing directories
   // are made (mode 0777 & ~umask; owned like their parent when we run as root) and appended to
   // `created` (relative paths, outermost first).
