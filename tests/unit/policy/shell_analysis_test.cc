@@ -564,9 +564,9 @@ TEST(ShellAnalysisTest, RenderEdgeCases) {
   EXPECT_EQ(RenderShellCommand({}), "");
   std::vector<ShellChainPart> parts(2);
   parts[0].op = ChainOp::kAnd;  // ignored for the first part
-  parts[0].pipeline.push_back(ShellSegment{{}, {ShellWord{"", false}, ShellWord{"a b", true}}});
+  parts[0].pipeline.push_back(ShellSegment{{}, {ShellWord{"", false}, ShellWord{"a b", true}}, {}});
   parts[1].op = ChainOp::kFirst;  // a later kFirst renders as "; "
-  parts[1].pipeline.push_back(ShellSegment{{}, {ShellWord{"if", false}}});
+  parts[1].pipeline.push_back(ShellSegment{{}, {ShellWord{"if", false}}, {}});
   EXPECT_EQ(RenderShellCommand(parts), "'' 'a b'; 'if'");
 }
 
