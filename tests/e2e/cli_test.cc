@@ -39,9 +39,11 @@ TEST(CliTest, UnknownSubcommandOrNoneIsAUsageError) {
 }
 
 TEST(CliTest, ImageBuildRefusesUnknownRecipes) {
-  auto r = RunSandrun({"image", "build", "../../etc"});
+  // A path is a recipe directory (issue 19), and /etc is none: refused, nothing built.
+  auto r = RunSandrun({"image", "build", "/etc"});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("invalid image recipe name"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("no /etc/rootfs.sh"), std::string::npos) << r.err;
+  EXPECT_TRUE(r.out.empty());
   auto missing = RunSandrun({"image", "build", "nonesuch"});
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_NE(missing.err.find("no image recipe"), std::string::npos) << missing.err;
@@ -69,10 +71,10 @@ TEST(CliDoctorTest, JsonReportIsOneObject) {
   ASSERT_TRUE(checks && checks->IsArray());
   std::set<std::string> names;
   for (const auto& c : checks->GetArray()) names.insert(JsonString(c, "name"));
-  EXPECT_EQ(names, (std::set<std::string>{"state-dir", "config", "engine", "api-version",
-                                          "exec-wrapper", "image", "seccomp", "confine", "mounts",
-                                          "scratch", "process-tree", "profiles", "images",
-                                          "profile"}));
+  EXPECT_EQ(names,
+            (std::set<std::string>{"state-dir", "config", "engine", "api-version", "exec-wrapper",
+                                   "image", "seccomp", "confine", "mounts", "scratch",
+                                   "process-tree", "profiles", "images", "profile"}));
   for (const auto& c : checks->GetArray()) {
     if (JsonString(c, "name") == "profiles") {  // a build-tree binary reads the source tree's
       EXPECT_EQ(JsonString(c, "detail"), std::string(SANDRUN_SOURCE_DIR) +

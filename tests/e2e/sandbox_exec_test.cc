@@ -215,13 +215,22 @@ TEST_F(SandboxExec, DefaultWorkspaceIsAnEmptyScratchDir) {
 
 TEST_F(SandboxExec, ConfigChangeOnAHotContainerWarnsAndRecreateApplies) {
   ASSERT_EQ(Exec({}, "touch /tmp/old").exit_code, 0);
+  // Env (outside the reach) changed on a container used a moment ago: kept, with a warning.
+  Config(R"({"sandbox": {"docker": {"image": "sandrun-sandbox:minimal", )"
+         R"("env": {"LANG": "C.UTF-8", "X": "1"}}}})");
+  auto hot = Exec({}, "ls /tmp/old");
+  ASSERT_EQ(hot.exit_code, 0) << "a container used a moment ago is kept: " << hot.err;
+  EXPECT_NE(hot.err.find("Sandbox config changed"), std::string::npos) << hot.err;
+  // Limits are part of what a container can reach (issue 19: a call may choose them), so a
+  // changed limit gets a new container at once, hot or not.
   Config(R"({"sandbox": {"docker": {"image": "sandrun-sandbox:minimal", "pidsLimit": 256}}})");
   const std::string kPidsMax =
       "cat /sys/fs/cgroup/pids/pids.max 2>/dev/null || cat /sys/fs/cgroup/pids.max";
-  auto hot = Exec({}, kPidsMax);
-  ASSERT_EQ(hot.exit_code, 0) << hot.err;
-  EXPECT_EQ(hot.out, "512\n") << "a container used a moment ago is kept";
-  EXPECT_NE(hot.err.find("Sandbox config changed"), std::string::npos) << hot.err;
+  auto limited = Exec({}, kPidsMax + "; ls /tmp/old 2>/dev/null || echo gone");
+  EXPECT_EQ(limited.out, "256\ngone\n") << limited.err;
+  EXPECT_NE(limited.err.find("or limits than this call asks for"), std::string::npos)
+      << limited.err;
+  ASSERT_EQ(Exec({}, "touch /tmp/old").exit_code, 0);
 
   auto recreate = Sandrun({"sandbox", "recreate", "--all"});
   EXPECT_EQ(recreate.exit_code, 0) << recreate.err;

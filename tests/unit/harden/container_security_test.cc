@@ -3,6 +3,7 @@
 // security options, and dangerous bind sources (container runtime sockets) are refused.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 
 #include "runner/policy/sandbox_spec.h"
@@ -55,7 +56,10 @@ TEST(ContainerSpecTest, SpecFromThePresetCarriesSpecSectionFour) {
   EXPECT_TRUE(spec->no_new_privileges);
   EXPECT_EQ(spec->seccomp_profile_name, preset->seccomp_profile);
   EXPECT_EQ(spec->seccomp_profile_json, *seccomp);
-  EXPECT_EQ(spec->tmpfs_options, preset->tmpfs);
+  // The preset's tmpfs, plus HOME: the sandbox user's own tmpfs (issue 19).
+  std::map<std::string, std::string> tmpfs = preset->tmpfs;
+  tmpfs["/home/sandrun"] = "rw,exec,nosuid,nodev,size=256m,mode=0700,uid=65534,gid=65534";
+  EXPECT_EQ(spec->tmpfs_options, tmpfs);
   EXPECT_EQ(spec->pids_limit, 512);
   EXPECT_EQ(spec->memory_bytes, int64_t{1} << 30);
   EXPECT_EQ(spec->memory_swap_bytes, int64_t{1} << 30);
