@@ -72,6 +72,7 @@ class ScopeChecks {
   std::vector<ScopedFinding> Run(const config::AgentSettings& s) {
     if (host_reachable_) Elevated(s.elevated);
     Docker(s.sandbox.docker);
+    AllowedChoices(s.sandbox.allow);
     return std::move(out_);
   }
 
@@ -106,6 +107,21 @@ class ScopeChecks {
               provider + " use elevated: its commands run on this machine, outside the sandbox" +
               (level == "full" ? ", without approval (defaultLevel \"full\")" : "") +
               "; list the senders who may, by name");
+    }
+  }
+
+  // sandbox.allow.network: what a call may choose (issue 19) weakens the sandbox as the
+  // configured network would, for whoever makes the call.
+  void AllowedChoices(const config::SandboxAllowSettings& allow) {
+    for (const std::string& entry : allow.network) {
+      const std::string network = Trim(entry);
+      if (Lower(network) == "none") continue;
+      const std::string key = "sandbox.allow.network";
+      Add("sandbox-allow-network", "warn", key, network,
+          prefix_ + key + " holds " + Quoted(network) +
+              ": any call may ask for it (exec --network " + network +
+              "), and its commands can then reach that network (send the workspace away, "
+              "fetch code); remove it unless the agents need the network");
     }
   }
 

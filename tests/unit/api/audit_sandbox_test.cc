@@ -56,6 +56,7 @@ constexpr const char* kNet = "sandbox-network";
 constexpr const char* kUnconfined = "sandbox-unconfined";
 constexpr const char* kRoot = "sandbox-writable-root";
 constexpr const char* kTenant = "tenant-host-execution";
+constexpr const char* kAllowNet = "sandbox-allow-network";
 
 const Case kCases[] = {
     // --- safe settings: nothing ---------------------------------------------------------------
@@ -70,6 +71,14 @@ const Case kCases[] = {
        c.global.elevated.allow_from["cli"] = {"alice", "bob*"};
      },
      {}},
+    {"AllowNetworkNoneOnly",
+     [](config::Config& c) { c.global.sandbox.allow.network = {" none "}; },
+     {}},
+    {"AllowNetworkBridge",
+     [](config::Config& c) {
+       c.global.sandbox.allow.network = {"none", "bridge"};
+     },
+     {{kAllowNet, "sandbox.allow.network"}}},
     {"CapAllSpelledWithPrefix",
      [](config::Config& c) { c.global.sandbox.docker.cap_drop = {"CAP_ALL"}; },
      {}},
