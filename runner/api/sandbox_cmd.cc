@@ -50,6 +50,10 @@ int PruneSession(const GlobalOptions& global, const SandboxCommand& cmd, const c
                "sandbox.scope to \"session\" for one sandbox per job");
     return kExitRefused;
   }
+  if (auto bad = policy::SessionScopeKeyError(cmd.session)) {
+    PrintError(bad->message);
+    return kExitRefused;
+  }
   policy::Caller caller;
   caller.agent_id = global.agent;
   caller.session_key = cmd.session;

@@ -51,9 +51,14 @@ Status ValidateSandboxChoices(const policy::ExecRequest& r) {
                      " must be a non-empty name without NUL bytes");
     }
   }
-  if (r.memory_bytes && *r.memory_bytes <= 0) return Invalid("exec memory must be positive");
-  if (r.cpus && (!std::isfinite(*r.cpus) || *r.cpus <= 0 || *r.cpus > 1024)) {
-    return Invalid("exec cpus must be a number above 0 and at most 1024");
+  // The engine's own minimums: below them a limit is refused at create (memory) or rounds to
+  // 0 nano-CPUs, which the engine reads as no limit at all (cpus).
+  constexpr int64_t kMinMemory = int64_t{6} << 20;
+  if (r.memory_bytes && *r.memory_bytes < kMinMemory) {
+    return Invalid("exec memory must be at least 6m (the engine's minimum)");
+  }
+  if (r.cpus && (!std::isfinite(*r.cpus) || *r.cpus < 0.01 || *r.cpus > 1024)) {
+    return Invalid("exec cpus must be a number from 0.01 to 1024");
   }
   if (r.pids && *r.pids <= 0) return Invalid("exec pids must be a positive whole number");
   if (r.rm && (r.background || r.yield_ms)) {

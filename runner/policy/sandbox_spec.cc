@@ -160,6 +160,17 @@ std::string SandboxScopeKey(config::SandboxScope scope, const Caller& caller) {
   return caller.tenant.empty() ? key : caller.tenant + "/" + key;
 }
 
+std::optional<Error> SessionScopeKeyError(const std::string& session_key) {
+  const bool agent_key =
+      session_key.starts_with("agent:") && !config::AgentIdError(session_key.substr(6)).has_value();
+  if (session_key != "shared" && !agent_key) return std::nullopt;
+  return Error::Refusal("invalid-request",
+                        "session key \"" + session_key + "\" names another scope's sandbox (" +
+                            (agent_key ? "an agent's" : "the shared one") +
+                            ") under sandbox.scope \"session\"; use another session key "
+                            "(nothing was run).");
+}
+
 std::optional<Error> ValidateCallerIds(const Caller& caller) {
   if (auto bad = config::CallerIdsError(caller.agent_id, caller.session_key)) {
     return Error::Refusal("invalid-request", *bad);
@@ -397,6 +408,9 @@ Result<exec::SandboxSpec> BuildSandboxSpec(const GateContext& ctx, const ExecReq
   const config::SandboxSettings& sb = ctx.settings->sandbox;
   const config::DockerSettings& d = sb.docker;
   if (auto bad = ValidateCallerIds(ctx.caller)) return *bad;
+  if (sb.scope == config::SandboxScope::kSession) {
+    if (auto bad = SessionScopeKeyError(ctx.caller.session_key)) return *bad;
+  }
   if (auto bad = ValidateDockerSecurity(d)) return *bad;
   auto home_it = ctx.host_env.find("HOME");
   const std::string home = home_it == ctx.host_env.end() ? "" : home_it->second;
@@ -408,7 +422,7 @@ Result<exec::SandboxSpec> BuildSandboxSpec(const GateContext& ctx, const ExecReq
   spec.max_containers = ctx.caller.tenant.empty() ? 0 : ctx.max_containers;
   spec.scope_key = SandboxScopeKey(sb.scope, ctx.caller);
   if (request.rm) {
-    spec.scope_key += "/rm-" + (ctx.call_id.empty() ? std::string("call") : ctx.call_id);
+    spec.scope_key += "#rm-" + (ctx.call_id.empty() ? std::string("call") : ctx.call_id);
     spec.remove_after = true;
   }
   spec.image = Trim(d.image);

@@ -28,6 +28,11 @@ namespace sandrun::policy {
 // containers, scratch dirs, scratch images) never meet, and tenant "" keeps today's keys.
 std::string SandboxScopeKey(config::SandboxScope scope, const Caller& caller);
 
+// Under sandbox.scope "session" the session key is the scope key, so it must not be one that
+// another scope kind produces: "shared" or "agent:<agent id>" would name the shared or an
+// agent's sandbox (its container, scratch dir and HOME). nullopt when the key is usable.
+std::optional<Error> SessionScopeKeyError(const std::string& session_key);
+
 // The caller's agent id, session key and (non-empty) tenant id checked against config/ids.h:
 // nullopt when valid, else the "invalid-request" refusal.
 std::optional<Error> ValidateCallerIds(const Caller& caller);
@@ -91,7 +96,8 @@ HostProbe DefaultHostProbe();
 // within sandbox.allow.* and refused (invalid-request, naming the key to change) beyond it:
 // images and network modes the configured one or listed, limits up to the allow ceilings
 // (unset: the configured docker value), network never host or container:*. With `rm` the scope
-// is the call's own (<scope key>/rm-<ctx.call_id>) and spec.remove_after is set.
+// is the call's own (<scope key>#rm-<ctx.call_id>: '#' is in no id or key, so no caller's
+// scope is ever named so) and spec.remove_after is set.
 // HOME is not the workspace: kSandboxHome, a tmpfs owned by the sandbox user (mode 0700).
 Result<exec::SandboxSpec> BuildSandboxSpec(const GateContext& ctx,
                                            const ExecRequest& request = ExecRequest{});

@@ -95,6 +95,9 @@ TEST_F(CiSandbox, CallChoicesWithinTheAllowListAndRefusedBeyondIt) {
       {{"--cpus", "2"}, "sandbox.allow.cpus"},
       {{"--memory", "lots"}, "memory"},
       {{"--rm", "--background"}, "foreground only"},
+      // Red team: below the engine's minimums a limit meant no limit (cpus) or a failed create.
+      {{"--cpus", "0.000000001"}, "cpus must be a number from 0.01"},
+      {{"--memory", "1k"}, "at least 6m"},
   };
   for (const Refused& c : refused) {
     SCOPED_TRACE(c.flags.front() + " " + c.flags.back());
@@ -107,6 +110,8 @@ TEST_F(CiSandbox, CallChoicesWithinTheAllowListAndRefusedBeyondIt) {
   EXPECT_EQ(call.exit_code, 2) << call.out;
   EXPECT_TRUE(Contains(call.out, "sandbox.allow.images")) << call.out;
   call = Call(R"({"tool":"exec","command":"true","pids":"many"})");
+  EXPECT_EQ(call.exit_code, 2) << call.out;
+  call = Call(R"({"tool":"exec","command":"true","cpus":1e-10})");
   EXPECT_EQ(call.exit_code, 2) << call.out;
   EXPECT_EQ(ContainerCount(), containers) << "a refused call creates nothing";
   auto ran = Exec({}, "test -e /workspace/ran && echo ran || echo clean");
@@ -129,18 +134,18 @@ TEST_F(CiSandbox, RmLeavesNoContainerAndNoScratchData) {
   EXPECT_EQ(r.exit_code, 3) << r.err;
   EXPECT_EQ(r.out, "fresh\ndone\n") << "a scope of its own, not the agent's";
   EXPECT_EQ(ContainerCount(), before);
-  EXPECT_EQ(ContainersOfScope("/rm-"), 0u);
+  EXPECT_EQ(ContainersOfScope("#rm-"), 0u);
   EXPECT_EQ(count(home_ + "/sandboxes"), scratch_before) << "the call's scratch dir is gone";
   EXPECT_EQ(count(home_ + "/sandbox/scratch"), images_before) << "and its scratch image";
   // A timeout ends the call too, and still removes what it made.
   auto slow = Exec({"--rm", "--timeout", "1"}, "sleep 30");
   EXPECT_EQ(slow.exit_code, 124) << slow.err;
-  EXPECT_EQ(ContainersOfScope("/rm-"), 0u);
+  EXPECT_EQ(ContainersOfScope("#rm-"), 0u);
   // Through a server as well.
   StartServer();
   auto served = Exec({"--rm"}, "echo served");
   EXPECT_EQ(served.out, "served\n") << served.err;
-  EXPECT_EQ(ContainersOfScope("/rm-"), 0u);
+  EXPECT_EQ(ContainersOfScope("#rm-"), 0u);
 }
 
 TEST_F(CiSandbox, PruneSessionRemovesAFinishedJobsScope) {
@@ -161,6 +166,13 @@ TEST_F(CiSandbox, PruneSessionRemovesAFinishedJobsScope) {
   // The next run of that session starts clean.
   auto again = Sandrun({"--session", "job-41", "exec", "--", "ls /workspace"});
   EXPECT_EQ(again.out, "") << again.err;
+  // Red team: a session key that is another scope kind's key names that sandbox: refused, for
+  // exec and prune alike (an agent's container, scratch and HOME are not a session's).
+  auto agent_scope = Sandrun({"--agent", "alice", "--session", "agent:main", "exec", "--", "true"});
+  EXPECT_EQ(agent_scope.exit_code, 125) << agent_scope.out << agent_scope.err;
+  EXPECT_TRUE(Contains(agent_scope.err, "names another scope's sandbox")) << agent_scope.err;
+  EXPECT_EQ(Sandrun({"sandbox", "prune", "--session", "shared"}).exit_code, 2);
+  EXPECT_EQ(ContainersOfScope("job-42"), 1u);
   // Refused: an invalid key, --all with --session, and a scope other sessions share.
   EXPECT_EQ(Sandrun({"sandbox", "prune", "--session", "../x"}).exit_code, 2);
   EXPECT_EQ(Sandrun({"sandbox", "prune", "--all", "--session", "job-42"}).exit_code, 2);

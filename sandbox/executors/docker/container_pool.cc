@@ -486,7 +486,7 @@ Result<std::vector<std::string>> ContainerPool::RemoveScope(
     if (scope == c.labels.end() || (owner == c.labels.end() ? "" : owner->second) != tenant) {
       continue;
     }
-    const bool rm_scope = with_rm_scopes && scope->second.starts_with(scope_key + "/rm-");
+    const bool rm_scope = with_rm_scopes && scope->second.starts_with(scope_key + "#rm-");
     if (scope->second != scope_key && !rm_scope) continue;
     std::string name = c.names.empty() ? c.id : c.names.front();
     if (auto st = client_->RemoveContainer(c.id, true); !st) {

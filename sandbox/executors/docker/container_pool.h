@@ -98,7 +98,7 @@ class ContainerPool {
                                          const std::string& state_dir, double idle_hours,
                                          double max_age_days);
   // Removes a scope for good: this instance's containers of `tenant` whose scope is `scope_key`
-  // (or, with `with_rm_scopes`, one of its `<scope_key>/rm-*` call scopes), then their scratch
+  // (or, with `with_rm_scopes`, one of its `<scope_key>#rm-*` call scopes), then their scratch
   // data (DeleteScratch) when `scratch_dir` names it ("" with a real workspace). Returns the
   // names of the containers removed.
   Result<std::vector<std::string>> RemoveScope(const std::string& instance_id,

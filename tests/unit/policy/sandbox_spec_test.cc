@@ -878,11 +878,39 @@ TEST(Spec, RmGivesTheCallAScopeOfItsOwn) {
   r.rm = true;
   Result<exec::SandboxSpec> s = BuildSandboxSpec(ctx, r);
   ASSERT_TRUE(s.has_value()) << s.error().message;
-  EXPECT_EQ(s->scope_key, "agent:main/rm-0a1b2c3d4e5f");
+  EXPECT_EQ(s->scope_key, "agent:main#rm-0a1b2c3d4e5f");
   EXPECT_TRUE(s->remove_after);
   EXPECT_EQ(s->workspace_host_dir,
             ScratchWorkspaceDir("/state/sandboxes", SandboxScope::kAgent, s->scope_key));
   EXPECT_NE(s->workspace_host_dir, BuildSandboxSpec(f.Ctx())->workspace_host_dir);
+}
+
+// Red team (issue 19): under scope "session" the session key is the scope key; "agent:bob" or
+// "shared" would be another scope kind's sandbox (its container, scratch and HOME).
+TEST(Spec, ASessionKeyNeverNamesAnotherScopeKind) {
+  SpecFixture f;
+  f.settings.sandbox.scope = SandboxScope::kSession;
+  for (const char* key : {"agent:bob", "agent:main", "shared"}) {
+    GateContext ctx = f.Ctx();
+    ctx.caller.session_key = key;
+    Result<exec::SandboxSpec> s = BuildSandboxSpec(ctx);
+    ASSERT_FALSE(s.has_value()) << key;
+    EXPECT_EQ(s.error().WireCode(), "invalid-request");
+    EXPECT_THAT(s.error().message, HasSubstr("names another scope's sandbox")) << key;
+  }
+  // OpenClaw's own session keys (agent:<id>:<rest>) and ordinary ones stay usable.
+  for (const char* key : {"agent:bob:main", "job-41", "sharedx"}) {
+    GateContext ctx = f.Ctx();
+    ctx.caller.session_key = key;
+    Result<exec::SandboxSpec> s = BuildSandboxSpec(ctx);
+    ASSERT_TRUE(s.has_value()) << key << ": " << s.error().message;
+    EXPECT_EQ(s->scope_key, key);
+  }
+  // Under scope "agent" the session key names nothing: any valid key is fine.
+  f.settings.sandbox.scope = SandboxScope::kAgent;
+  GateContext ctx = f.Ctx();
+  ctx.caller.session_key = "agent:bob";
+  EXPECT_TRUE(BuildSandboxSpec(ctx).has_value());
 }
 
 TEST(Spec, HomeIsNeverTheWorkspace) {
