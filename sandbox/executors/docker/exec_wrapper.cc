@@ -9,6 +9,7 @@
 #include <sstream>
 #include <utility>
 
+#include "sandbox/os/data_dir.h"
 #include "sandbox/os/host_path.h"
 #include "sandbox/os/trusted_file.h"
 
@@ -31,10 +32,7 @@ rm -f -- "$f"
 exit 0)sh";
 
 std::string ExecutableDir() {
-  char buf[PATH_MAX];
-  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) return "";
-  std::string path(buf, static_cast<size_t>(n));
+  const std::string path = ExecutablePath();
   const size_t slash = path.rfind('/');
   return slash == std::string::npos || slash == 0 ? "" : path.substr(0, slash);
 }
