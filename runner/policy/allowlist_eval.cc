@@ -186,21 +186,28 @@ class Evaluator {
       s.miss = s.blocked = t.blocked;
       s.needs_exact_entry = true;
       // Under strictInlineEval an inline program behind a blocked wrapper counts too
-      // (`sudo python3 -c ...`, `stdbuf -o0 node -e ...`).
-      for (size_t i = t.command_index + 1; !s.inline_eval && i < s.argv.size(); ++i) {
-        s.inline_eval = DetectInlineEval(std::vector<std::string>(
-            s.argv.begin() + static_cast<std::ptrdiff_t>(i), s.argv.end()));
-        if (s.inline_eval) out_->inline_eval.push_back(*s.inline_eval);
+      // (`sudo python3 -c ...`, `stdbuf -o0 node -e ...`): the first interpreter-like word
+      // after the wrapper is the program it runs (one copy of the rest, however long argv is).
+      if (!s.inline_eval) {
+        auto program =
+            std::find_if(s.argv.begin() + static_cast<std::ptrdiff_t>(t.command_index) + 1,
+                         s.argv.end(), [](const std::string& w) { return IsInterpreterLike(w); });
+        if (program != s.argv.end()) {
+          s.inline_eval = DetectInlineEval(std::vector<std::string>(program, s.argv.end()));
+          if (s.inline_eval) out_->inline_eval.push_back(*s.inline_eval);
+        }
       }
       NoteExecOption(t, &s);  // busybox tar -I ...: the applet's options count as well
       return s;
     }
     const std::string exec_name =
         t.effective_argv.empty() ? std::string() : CommandName(t.effective_argv[0]);
-    if (IsShellName(exec_name) || IsShellName(CommandName(t.execution.real_path))) {
+    // A shell by its name or by what it is (a link to one under another name).
+    const std::string shell =
+        IsShellName(exec_name) ? exec_name : CommandName(t.execution.real_path);
+    if (IsShellName(shell)) {
       // A shell is never satisfied by its own entry: only by its payload (reference §10).
-      EvaluateShell(t, IsShellName(exec_name) ? exec_name : CommandName(t.execution.real_path),
-                    depth, &s);
+      EvaluateShell(t, shell, depth, &s);
       AlwaysPattern(t, exec_name, &s);
       return s;
     }
