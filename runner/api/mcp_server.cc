@@ -524,7 +524,8 @@ McpReply McpServer::CallTool(const McpMessage& m, const Principal& who, const No
     if (cancelled) return {McpReply::Kind::kCancelled, "", 200};
     return {McpReply::Kind::kResponse, ToolResultJson(m, structured, is_error)};
   }
-  const std::optional<std::string> body = WireCall(tool, args);
+  // policy_check takes an exec call (POST /v1/policy/check): it decides it, runs nothing.
+  const std::optional<std::string> body = WireCall(tool == "policy_check" ? "exec" : tool, args);
   RuntimeReply reply = tool == "process"       ? runtime_.Process(who, *body)
                        : tool == "apply_patch" ? runtime_.ApplyPatch(who, *body)
                                                : runtime_.PolicyCheck(who, *body);
