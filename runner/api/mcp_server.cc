@@ -554,7 +554,9 @@ std::string McpServer::ExecResult(const rapidjson::Value* args, const Principal&
   } else if (!request.background) {
     request.yield_ms = std::min(request.yield_ms.value_or(block_ms), block_ms);
   }
-  if (settings.wait_for_approval) request.wait = true;
+  // Waiting needs an operator to wait for: the server's broker (HTTP, and stdio through the
+  // bridge). In-process, askFallback decides, as for the one-shot CLI.
+  if (settings.wait_for_approval && transport_ == "http") request.wait = true;
 
   // The caller's cancel as one token; the approval wait also ends at the block limit.
   CancelToken caller_gone, approval_over;
