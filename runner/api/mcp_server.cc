@@ -383,6 +383,9 @@ std::variant<McpMessage, McpReply> ParseMcpMessage(std::string_view text) {
         m.protocol_version = v->IsString() ? Str(*v) : ToJson(*v);
         if (m.protocol_version.empty()) m.protocol_version = "\"\"";
       }
+      if (const auto* caps = JsonMember(*meta, "io.modelcontextprotocol/clientCapabilities")) {
+        m.client_capabilities = caps->IsObject();
+      }
       if (const auto* token = JsonMember(*meta, "progressToken");
           token != nullptr && (token->IsString() || token->IsInt64())) {
         m.progress_token_json = ToJson(*token);
@@ -461,6 +464,12 @@ McpReply McpServer::Dispatch(const McpMessage& m, const Principal& who, const No
     w.EndObject();
     return RpcError(m, kMcpUnsupportedVersion, "Unsupported protocol version", 400,
                     data.GetString());
+  }
+  if (!m.protocol_version.empty() && !m.client_capabilities) {
+    // 2026-07-28 basic/index.mdx: protocolVersion and clientCapabilities are required on every
+    // request; one without is malformed (400 over HTTP).
+    return RpcError(m, kJsonRpcInvalidParams,
+                    "_meta needs io.modelcontextprotocol/clientCapabilities (an object)", 400);
   }
   const auto* params = JsonMember(*m.doc, "params");
   if (m.method == "initialize") {

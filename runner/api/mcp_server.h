@@ -65,9 +65,10 @@ struct McpMessage {
   bool client_response = false;  // a response from the client (we send no requests: ignored)
   std::string id_json;           // the id as JSON text ("7", "\"a\"")
   std::string method;
-  std::string protocol_version;     // _meta's: the modern era; "" for a legacy message
-  std::string name;                 // tools/call params.name ("" when absent or not a string)
-  std::string progress_token_json;  // params._meta.progressToken as JSON text, "" when none
+  std::string protocol_version;      // _meta's: the modern era; "" for a legacy message
+  std::string name;                  // tools/call params.name ("" when absent or not a string)
+  std::string progress_token_json;   // params._meta.progressToken as JSON text, "" when none
+  bool client_capabilities = false;  // _meta names the client's capabilities (an object)
 };
 
 // What handling one message produced.

@@ -89,7 +89,7 @@ class StreamSlots {
   std::shared_ptr<void> Hold(const Principal& who) {
     if (who.token_name.empty()) return std::make_shared<int>(0);
     if (!Take(who.tenant)) return nullptr;
-    return std::shared_ptr<void>(nullptr, [this, tenant = who.tenant](void*) { Give(tenant); });
+    return std::make_shared<Slot>(this, who.tenant);
   }
   // The 429 for a caller whose tenant holds every slot: nothing was run.
   RuntimeReply Busy(const Principal& who) const {
@@ -103,6 +103,15 @@ class StreamSlots {
   }
 
  private:
+  // A taken slot: given back when it goes.
+  struct Slot {
+    Slot(StreamSlots* owner, std::string of) : slots(owner), tenant(std::move(of)) {}
+    ~Slot() { slots->Give(tenant); }
+    Slot(const Slot&) = delete;
+    Slot& operator=(const Slot&) = delete;
+    StreamSlots* slots;
+    std::string tenant;
+  };
   const size_t per_tenant_;
   std::mutex mu_;
   std::map<std::string, size_t> open_;

@@ -228,6 +228,11 @@ TEST_F(McpTest, ModernEraWithoutInitialize) {
   EXPECT_EQ(JsonString(unsupported["error"]["data"], "requested"), "1900-01-01");
   EXPECT_EQ(unsupported["error"]["data"]["supported"][0].GetString(), std::string("2026-07-28"));
 
+  auto no_caps = Ask(R"({"jsonrpc":"2.0","id":5,"method":"tools/list","params":{"_meta":{
+      "io.modelcontextprotocol/protocolVersion":"2026-07-28"}}})");
+  EXPECT_EQ(ErrorCode(no_caps), kJsonRpcInvalidParams);
+  EXPECT_EQ(last_status_, 400);
+
   auto unknown =
       Ask(R"({"jsonrpc":"2.0","id":4,"method":"resources/list","params":{)" + meta + "}}");
   EXPECT_EQ(ErrorCode(unknown), kJsonRpcMethodNotFound);
