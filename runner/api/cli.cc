@@ -16,6 +16,7 @@
 #include "runner/api/exec_cmd.h"
 #include "runner/api/exec_stream.h"
 #include "runner/api/image_cmd.h"
+#include "runner/api/mcp_cmd.h"
 #include "runner/api/policy_cmd.h"
 #include "runner/api/sandbox_cmd.h"
 #include "runner/api/serve.h"
@@ -180,6 +181,16 @@ int RunCli(int argc, char** argv) {
   serve->add_flag("--require-tokens", serve_options.require_tokens,
                   "The unix socket needs a bearer token too (agents share the server's uid)");
 
+  CLI::App* mcp =
+      app.add_subcommand("mcp",
+                         "Serve MCP (Model Context Protocol) on stdio: exec, process, apply_patch, "
+                         "policy_check");
+  mcp->footer(
+      "One JSON-RPC message per line on stdin/stdout, logs on stderr. Through a running\n"
+      "`sandrun serve` when one answers (its sessions and approvals), else in-process (its\n"
+      "background sessions end with it). --agent, --session (default main) and --workspace\n"
+      "choose the caller. Settings: mcp.maxBlockMs, mcp.maxOutputChars, mcp.waitForApproval.");
+
   ApplyPatchFlags patch_flags;
   CLI::App* apply_patch = app.add_subcommand(
       "apply-patch", "Apply a *** Begin Patch envelope to the workspace, all or nothing");
@@ -315,6 +326,7 @@ int RunCli(int argc, char** argv) {
   if (token->parsed()) return RunTokenCommand(global, token_flags);
   if (session->parsed()) return RunSessionCommand(global, session_flags);
   if (serve->parsed()) return RunServeCommand(global, serve_options);
+  if (mcp->parsed()) return RunMcpCommand(global);
   if (apply_patch->parsed()) return RunApplyPatchCommand(global, patch_flags);
   if (sandbox->parsed()) {
     sandbox_cmd.action = sandbox_list->parsed()       ? "list"

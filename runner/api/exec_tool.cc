@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -132,6 +134,34 @@ PendingApproval MakePending(const policy::ExecDecision& d, const policy::Caller&
   recorded.wait = false;
   pending.request_json = ExecRequestToJson(recorded);
   return pending;
+}
+
+// The yield window: true once the run ended inside it. With a watch, the window is looked at
+// every tick: new output goes to its progress callback, and a cancelled caller ends the run
+// (TERM, grace, KILL) and the window with it (true: it has ended).
+bool WaitYield(sessions::Session& session, int64_t yield_ms, const YieldWatch* watch) {
+  if (watch == nullptr) return session.WaitFor(yield_ms);
+  const auto end = std::min(std::chrono::steady_clock::now() + std::chrono::milliseconds(yield_ms),
+                            watch->deadline);
+  uint64_t reported = 0;
+  for (;;) {
+    const int64_t left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             end - std::chrono::steady_clock::now())
+                             .count();
+    if (left <= 0) return session.WaitFor(0);
+    if (session.WaitFor(std::min(left, std::max<int64_t>(watch->tick_ms, 10)))) return true;
+    if (watch->cancel != nullptr && watch->cancel->cancelled()) {
+      (void)session.Terminate(watch->kill_grace_ms);
+      return true;
+    }
+    if (watch->progress) {
+      sessions::SessionSnapshot snap = session.Snapshot();
+      if (snap.total_bytes > reported) {
+        reported = snap.total_bytes;
+        watch->progress(snap.tail, snap.total_bytes);
+      }
+    }
+  }
 }
 
 // The call once its inputs are loaded: decide, then act on the verdict.
@@ -276,13 +306,33 @@ ExecToolResult RunLoadedCall(std::unique_ptr<LoadedCall> call, const policy::Cal
       return failed_to_start(process.error());
     }
     (*session)->Attach(std::move(process).value());
-    if (!gated.background && (*session)->WaitFor(gated.yield_ms)) {
+    if (!gated.background && WaitYield(**session, gated.yield_ms, services.watch)) {
       auto outcome = (*session)->Outcome();
-      services.sessions->Discard((*session)->id());
-      if (!outcome) return Internal("the run ended without an outcome");
+      if (services.watch != nullptr && services.watch->cancel != nullptr &&
+          services.watch->cancel->cancelled()) {
+        services.sessions->Discard((*session)->id());
+        return Refused("cancelled", "exec cancelled by the caller: the command was killed");
+      }
+      if (!outcome) {
+        services.sessions->Discard((*session)->id());
+        return Internal("the run ended without an outcome");
+      }
+      if (services.watch != nullptr && services.watch->keep_over_bytes > 0 &&
+          outcome->total_bytes > services.watch->keep_over_bytes) {
+        // Too long for one result: the front end shows head and tail, `process log` the rest.
+        (*session)->MarkBackgrounded();
+        result.session_id = (*session)->id();
+        result.output_head = (*session)->SliceLog(0, std::nullopt).text;
+        if (result.output_head.size() > services.watch->keep_over_bytes) {
+          result.output_head.resize(services.watch->keep_over_bytes);
+        }
+      } else {
+        services.sessions->Discard((*session)->id());
+      }
       result.outcome = std::move(*outcome);
     } else {
       (*session)->MarkBackgrounded();
+      result.session_id = (*session)->id();
       result.running = true;
       result.warnings = plan.warnings;
       result.json = sessions::RenderRunning(**session, result.warnings);

@@ -2,6 +2,7 @@
 // Called only by the Runtime (runner/api/runtime.h), whichever front end carries the call.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -36,6 +37,25 @@ struct PendingApproval;
 // means nothing started.
 using ForegroundFn = std::function<Result<exec::ExecOutcome>(exec::Executor&, const exec::Plan&)>;
 
+// How a front end follows a run through its yield window (MCP, issue 16): output as it arrives,
+// a caller that gives up, and a finished run whose output is too long to show in one result.
+struct YieldWatch {
+  int64_t tick_ms = 500;  // how often the window looks at the run
+  // Called on a tick when the run printed something since the last call: its last 2000
+  // characters (sanitised) and everything it printed so far, in bytes.
+  std::function<void(const std::string& tail, uint64_t total_bytes)> progress;
+  // The caller went away (an MCP cancel, a closed stream): the run gets SIGTERM, then SIGKILL
+  // after kill_grace_ms, and the call answers a refusal `cancelled` (nothing is left running).
+  const CancelToken* cancel = nullptr;
+  int64_t kill_grace_ms = 2000;
+  // A run that ends inside its window having printed more than this many bytes is kept as a
+  // finished background session (its full log, for `process log`); 0: never kept.
+  uint64_t keep_over_bytes = 0;
+  // The window never lasts past this (the front end's own limit, counted from the call's start:
+  // time spent waiting for an approval shortens it).
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+};
+
 // What the runtime lends a call: its executors and, in a long-running server, background
 // sessions. Without sessions (the one-shot CLI) every exec runs in the foreground.
 struct ExecServices {
@@ -62,6 +82,8 @@ struct ExecServices {
   // A call that waits for its approval (`"wait": true`) is told so first, with the
   // approval-pending result (the exec stream shows the operator's command on stderr).
   std::function<void(const ExecToolResult& pending)> on_wait;
+  // The MCP front end's way through the yield window (null: WaitFor the whole window).
+  const YieldWatch* watch = nullptr;
 };
 
 struct ExecToolResult {
@@ -80,6 +102,12 @@ struct ExecToolResult {
   bool running = false;     // became a background session (json is the `running` result)
   bool pending = false;     // waits for an operator's approval (json is `approval-pending`)
   std::string approval_id;  // when pending: the approval's id
+  // A run that finished inside its window and was kept as a session (YieldWatch::keep_over_bytes),
+  // or the background session of a `running` result: its id.
+  std::string session_id;
+  // A kept run's output from its start (up to keep_over_bytes bytes of its log): the head a front
+  // end shows with the outcome's tail.
+  std::string output_head;
 };
 
 // The host executor's options every front end uses: compiled filters cached under the state

@@ -88,7 +88,25 @@ void ParseTarget(HttpRequestInfo& info) {
 }  // namespace
 
 HttpReply JsonReply(int status, std::string body) {
-  return HttpReply{status, "application/json", std::move(body), {}};
+  return HttpReply{status, "application/json", std::move(body), {}, nullptr};
+}
+
+PeerWatch::PeerWatch(const HttpRequestInfo& r) {
+  if (!r.peer_gone) return;
+  thread_ = std::thread([this, gone = r.peer_gone] {
+    while (!done_.load()) {
+      if (gone()) {
+        gone_.Cancel();
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  });
+}
+
+PeerWatch::~PeerWatch() {
+  done_ = true;
+  if (thread_.joinable()) thread_.join();
 }
 
 struct HttpServer::Impl {
@@ -166,6 +184,11 @@ struct HttpServer::Impl {
   // Serves one event stream on the connection; returns when it ends.
   void ServeStream(DeadlineStream& stream, const RouteEntry& route, const HttpRequestInfo& info,
                    unsigned version, const std::atomic<bool>& stopping);
+  // Sends an event stream's head (200, text/event-stream, `headers`), then lets `body` write its
+  // events; the connection ends after it.
+  void ServeEvents(DeadlineStream& stream, unsigned version,
+                   const std::vector<std::pair<std::string, std::string>>& headers,
+                   const std::function<void(const EventWriter&)>& body);
   // Writes a JSON reply; false if the client did not take it in time.
   bool Reply(DeadlineStream& stream, unsigned version, const HttpReply& reply, bool keep_alive);
 };
@@ -194,9 +217,19 @@ bool HttpServer::Impl::Reply(DeadlineStream& stream, unsigned version, const Htt
 void HttpServer::Impl::ServeStream(DeadlineStream& stream, const RouteEntry& route,
                                    const HttpRequestInfo& info, unsigned version,
                                    const std::atomic<bool>& stopping) {
+  ServeEvents(stream, version, {},
+              [&](const EventWriter& writer) { route.stream(info, writer, stopping); });
+}
+
+void HttpServer::Impl::ServeEvents(DeadlineStream& stream, unsigned version,
+                                   const std::vector<std::pair<std::string, std::string>>& headers,
+                                   const std::function<void(const EventWriter&)>& body) {
   http::response<http::empty_body> head{http::status::ok, version};
   head.set(http::field::content_type, "text/event-stream");
   head.set(http::field::cache_control, "no-cache");
+  // Proxies (nginx) must pass events on as they come, not buffer them.
+  head.set("X-Accel-Buffering", "no");
+  for (const auto& [name, value] : headers) head.set(name, value);
   head.keep_alive(false);
   http::response_serializer<http::empty_body> sr{head};
   stream.ExpiresAfter(limits.idle_timeout);
@@ -217,7 +250,7 @@ void HttpServer::Impl::ServeStream(DeadlineStream& stream, const RouteEntry& rou
     asio::write(stream, asio::buffer(frame), e);
     return !e;
   };
-  route.stream(info, writer, stopping);
+  body(writer);
 }
 
 void HttpServer::Impl::ServeConnection(int fd, const Listener& listener, const std::string& remote,
@@ -370,6 +403,11 @@ void HttpServer::Impl::ServeConnection(int fd, const Listener& listener, const s
       reply = JsonReply(wrong_method ? 405 : 404,
                         RenderToolError(wrong_method ? "method-not-allowed" : "not-found",
                                         "no route for " + info.method + " " + info.path));
+    }
+    if (reply.stream) {
+      reservation = Reservation();
+      ServeEvents(stream, version, reply.headers, reply.stream);
+      break;
     }
     info = HttpRequestInfo();
     reservation = Reservation();  // the body is gone

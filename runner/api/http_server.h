@@ -42,9 +42,11 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
+#include "sandbox/base/deadline.h"
 #include "sandbox/base/result.h"
 
 namespace sandrun::api {
@@ -73,12 +75,21 @@ struct HttpRequestInfo {
   std::function<bool()> peer_gone;
 };
 
+// Writes one server-sent event (`id` > 0: with an `id:` line, for Last-Event-ID); false once the
+// client went away.
+using EventWriter =
+    std::function<bool(const std::string& event, const std::string& data, uint64_t id)>;
+
 struct HttpReply {
   int status = 200;
   std::string content_type = "application/json";
   std::string body;
   // Extra response headers (WWW-Authenticate on a 401, Retry-After on a 429).
   std::vector<std::pair<std::string, std::string>> headers;
+  // When set, the reply is an event stream instead of `body` (the handler chose it after reading
+  // the request: MCP's SSE responses): the head goes out (200, text/event-stream, `headers`),
+  // then this writes the events; the connection closes when it returns.
+  std::function<void(const EventWriter& write)> stream;
 };
 
 struct HttpServerLimits {
@@ -88,11 +99,6 @@ struct HttpServerLimits {
   size_t max_body_bytes = 0;                    // one request body
   size_t max_buffered_bytes = 0;                // request bodies held, all connections
 };
-
-// Writes one server-sent event (`id` > 0: with an `id:` line, for Last-Event-ID); false once the
-// client went away.
-using EventWriter =
-    std::function<bool(const std::string& event, const std::string& data, uint64_t id)>;
 
 // A connection switched to another protocol (101 Switching Protocols) for its handler: the
 // connection (plain or TLS, still owned by the server; one thread may read it while another
@@ -157,5 +163,22 @@ class HttpServer {
 };
 
 HttpReply JsonReply(int status, std::string body);
+
+// Watches a request's client while a handler holds the request (an exec waiting for its
+// approval, an MCP call): gone() is cancelled once the client has closed its connection (looked
+// at every 100 ms by a thread of its own, stopped and joined by the destructor).
+class PeerWatch {
+ public:
+  explicit PeerWatch(const HttpRequestInfo& r);
+  ~PeerWatch();
+  PeerWatch(const PeerWatch&) = delete;
+  PeerWatch& operator=(const PeerWatch&) = delete;
+  const CancelToken& gone() const { return gone_; }
+
+ private:
+  CancelToken gone_;
+  std::atomic<bool> done_{false};
+  std::thread thread_;
+};
 
 }  // namespace sandrun::api

@@ -1,9 +1,14 @@
 #include "runner/api/runtime.h"
 
+#include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <map>
 #include <mutex>
 #include <variant>
@@ -72,6 +77,21 @@ R QuotaResult(const QuotaRefusal& over) {
   return r;
 }
 
+// Private session dirs (<state_dir>/mcp/<pid>) of in-process MCP servers that died without
+// their Shutdown (SIGKILL): their sessions were killed with them (die-with-runner) or are out of
+// anyone's reach; the directories go.
+void PruneDeadPrivateDirs(const std::string& root) {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(root, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(name));
+    if (pid == ::getpid() || ::kill(pid, 0) == 0 || errno == EPERM) continue;
+    std::error_code ignored;
+    std::filesystem::remove_all(entry.path(), ignored);
+  }
+}
+
 // What a one-shot runtime answers to the calls only a server can serve.
 RuntimeReply ServerRequired(const char* what) {
   return ErrorReply(400, "server-required",
@@ -84,6 +104,7 @@ struct Runtime::Impl {
   GlobalOptions global;
   Options options;
   std::string state_dir;
+  std::string sessions_root;  // sessions/ and events/ go here: state_dir, or a private dir
   config::ServerSettings server;
   int recovered_finished = 0;
   int recovered_lost = 0;
@@ -282,8 +303,21 @@ Result<std::unique_ptr<Runtime>> Runtime::Start(const GlobalOptions& global, Opt
   impl->SetConfig(std::move(*cfg));
   // Before any call: concurrent first calls must find it, not race to create it.
   SANDRUN_ASSIGN_OR_RETURN(impl->instance_id, config::LoadOrCreateInstanceId(impl->state_dir));
+  // The sessions' and events' directory: the state dir's, or this process's own.
+  impl->sessions_root = impl->state_dir;
+  if (options.private_sessions) {
+    impl->sessions_root = impl->state_dir + "/mcp/" + std::to_string(::getpid());
+    std::error_code ec;
+    std::filesystem::remove_all(impl->sessions_root, ec);  // a dead process's, same pid
+    std::filesystem::create_directories(impl->sessions_root, ec);
+    if (ec || ::chmod(impl->sessions_root.c_str(), 0700) != 0) {
+      return Error(ErrorCode::kIo, "cannot create " + impl->sessions_root + ": " +
+                                       (ec ? ec.message() : std::strerror(errno)));
+    }
+    PruneDeadPrivateDirs(impl->state_dir + "/mcp");
+  }
   // Before the sessions are recovered: a re-adopted session's exit is an event with its id.
-  SANDRUN_ASSIGN_OR_RETURN(impl->events, EventHub::Open(impl->state_dir + "/events"));
+  SANDRUN_ASSIGN_OR_RETURN(impl->events, EventHub::Open(impl->sessions_root + "/events"));
   SANDRUN_ASSIGN_OR_RETURN(impl->audit, AuditTrail::Open(impl->state_dir, /*required=*/true));
   RegisterExecutors(impl->executors, global, impl->state_dir, options.socket,
                     !options.keep_host_processes);
@@ -293,7 +327,7 @@ Result<std::unique_ptr<Runtime>> Runtime::Start(const GlobalOptions& global, Opt
   }
 
   sessions::Options session_options;
-  session_options.state_dir = impl->state_dir;
+  session_options.state_dir = impl->sessions_root;
   session_options.cleanup_ms = defaults.exec.cleanup_ms;
   session_options.pending_max_chars = static_cast<size_t>(defaults.exec.pending_max_output_chars);
   session_options.max_output_chars = static_cast<size_t>(defaults.exec.max_output_chars);
@@ -315,6 +349,7 @@ Result<std::unique_ptr<Runtime>> Runtime::Start(const GlobalOptions& global, Opt
     std::lock_guard<std::mutex> lock(impl->config_mu);
     impl->SetLogBudgetsLocked();
   }
+  if (options.private_sessions) return std::unique_ptr<Runtime>(new Runtime(std::move(impl)));
   // Approved commands run as background sessions of the caller that asked.
   impl->broker = std::make_unique<ApprovalBroker>(
       impl->state_dir,
@@ -428,6 +463,28 @@ ExecToolResult Runtime::ExecForeground(const Principal& who, const policy::ExecR
   for (const std::string& w : result.config_warnings) PrintWarning(w);
   if (result.refused) ++refused_;
   return result;
+}
+
+ExecToolResult Runtime::ExecWatched(const Principal& who, const policy::ExecRequest& request,
+                                    const YieldWatch& watch, const CancelToken* approval_cancel) {
+  ++requests_;
+  auto slot = impl_->AdmitExec(who, request, impl_->manager != nullptr);
+  if (auto* over = std::get_if<QuotaRefusal>(&slot)) {
+    ++refused_;
+    return QuotaResult<ExecToolResult>(*over);
+  }
+  ExecServices call_services = impl_->services;
+  call_services.tenant = who.tenant;
+  call_services.watch = &watch;
+  ExecToolResult result = impl_->RunAudited(who, request, call_services, approval_cancel);
+  for (const std::string& w : result.config_warnings) PrintWarning(w);
+  if (result.refused) ++refused_;
+  return result;
+}
+
+config::McpSettings Runtime::McpSettings() const {
+  auto cfg = impl_->ConfigForCall();
+  return cfg ? (*cfg)->mcp : config::McpSettings();
 }
 
 RuntimeReply Runtime::ApplyPatch(const Principal& who, std::string_view body) {
@@ -650,6 +707,13 @@ void Runtime::CloseEvents() {
 
 void Runtime::Shutdown() {
   if (impl_->broker) impl_->broker->Shutdown();
+  if (impl_->options.private_sessions) {
+    // Nothing outlives an in-process MCP server: no later run could reach its sessions.
+    impl_->manager.reset();  // kills every session still running (executor contract)
+    std::error_code ec;
+    std::filesystem::remove_all(impl_->sessions_root, ec);
+    return;
+  }
   if (impl_->manager) {
     impl_->manager->Shutdown(/*kill_host_processes=*/!impl_->options.keep_host_processes);
   }

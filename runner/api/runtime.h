@@ -88,6 +88,12 @@ class Runtime {
     // Shutdown. The config is read by each call (its warnings and errors are the call's), and
     // the state dir, instance id and approvals file are created only as a call needs them.
     bool one_shot = false;
+    // The in-process MCP server (`sandrun mcp` when no server answers, issue 16): a long-running
+    // runtime of its own that must not take the server's place either. Its background sessions
+    // and events live in a directory private to this process (<state_dir>/mcp/<pid>, removed at
+    // Shutdown, when every session still running is killed); it has no approval broker (no
+    // operator can reach it: askFallback decides, as for the one-shot CLI) and recovers nothing.
+    bool private_sessions = false;
   };
   struct Event {
     std::string type;  // "session.started", "exec.finished", "approval.requested", ...
@@ -118,6 +124,15 @@ class Runtime {
   ExecToolResult ExecForeground(const Principal& who, const policy::ExecRequest& request,
                                 ForegroundFn run_foreground, const CancelToken* cancel = nullptr,
                                 std::function<void(const ExecToolResult&)> on_wait = {});
+  // One exec call for a front end that follows its run (MCP): the request as the front end
+  // parsed and shaped it (its yield window capped), the window watched by `watch` (progress,
+  // cancel, long output kept). `result.session_id` names the session it left, if any.
+  // `approval_cancel` ends a wait for an approval (`"wait": true`): the front end's deadline or
+  // its caller's cancel; the approval stays pending.
+  ExecToolResult ExecWatched(const Principal& who, const policy::ExecRequest& request,
+                             const YieldWatch& watch, const CancelToken* approval_cancel);
+  // The mcp.* settings of the config as it is now (the one in force when the file does not load).
+  config::McpSettings McpSettings() const;
   RuntimeReply ApplyPatch(const Principal& who, std::string_view body);
   // The same call from a front end that built the request itself (`sandrun apply-patch`).
   ApplyPatchToolResult ApplyPatch(const Principal& who, const ApplyPatchRequest& request);

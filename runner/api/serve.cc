@@ -22,6 +22,8 @@
 #include "runner/api/exec_stream.h"
 #include "runner/api/http_server.h"
 #include "runner/api/listen_address.h"
+#include "runner/api/mcp_route.h"
+#include "runner/api/mcp_server.h"
 #include "runner/api/runtime.h"
 #include "runner/api/server_auth.h"
 #include "runner/api/server_client.h"
@@ -190,10 +192,11 @@ int RunServeCommand(const GlobalOptions& global, const ServeOptions& options) {
     return JsonReply(200,
                      "{\"ok\":true,\"sessions\":" + std::to_string(runtime.session_count()) + "}");
   });
-  server.Route("GET", "/metrics", As(auth, [&](const HttpRequestInfo& r, const Principal& who) {
-                 return HttpReply{
-                     200, "text/plain; version=0.0.4", runtime.MetricsText(FilterFor(r, who)), {}};
-               }));
+  server.Route(
+      "GET", "/metrics", As(auth, [&](const HttpRequestInfo& r, const Principal& who) {
+        return HttpReply{
+            200, "text/plain; version=0.0.4", runtime.MetricsText(FilterFor(r, who)), {}, nullptr};
+      }));
   server.Route(
       "POST", "/v1/tools/exec", As(auth, [&](const HttpRequestInfo& r, const Principal& who) {
         if (r.body.find("\"wait\"") == std::string::npos) {
@@ -213,23 +216,33 @@ int RunServeCommand(const GlobalOptions& global, const ServeOptions& options) {
                             1};
           return Reply(busy);
         }
-        CancelToken gone;
-        std::atomic<bool> done{false};
-        std::thread watch([&] {
-          while (!done.load()) {
-            if (r.peer_gone && r.peer_gone()) {
-              gone.Cancel();
-              return;
-            }
-            std::this_thread::sleep_for(std::chrono::milliseconds(100));
-          }
-        });
-        RuntimeReply reply = runtime.Exec(who, r.body, &gone);
-        done = true;
-        watch.join();
+        RuntimeReply reply;
+        {
+          PeerWatch peer(r);
+          reply = runtime.Exec(who, r.body, &peer.gone());
+        }
         if (counted) streams.Give(who.tenant);
         return Reply(reply);
       }));
+  // MCP's Streamable HTTP transport (mcp_route.h): one McpServer for every caller.
+  McpServer mcp(runtime, "http");
+  server.Route("POST", "/mcp", As(auth, [&](const HttpRequestInfo& r, const Principal& who) {
+                 McpStreamSlots slots;
+                 if (!who.token_name.empty()) {
+                   slots.take = [&streams, tenant = who.tenant] { return streams.Take(tenant); };
+                   slots.give = [&streams, tenant = who.tenant] { streams.Give(tenant); };
+                 }
+                 return McpHttpReply(r, who, mcp, runtime.McpSettings(), slots);
+               }));
+  for (const char* method : {"GET", "DELETE"}) {
+    // 2026-07-28 streamable-http.mdx: no GET stream and no sessions to delete.
+    server.Route(method, "/mcp", [](const HttpRequestInfo&) {
+      HttpReply reply = JsonReply(405, McpErrorJson("null", kJsonRpcInvalidRequest,
+                                                    "POST /mcp only: no GET stream, no sessions"));
+      reply.headers.emplace_back("Allow", "POST");
+      return reply;
+    });
+  }
   server.Route("POST", "/v1/tools/apply_patch",
                As(auth, [&](const HttpRequestInfo& r, const Principal& who) {
                  return Reply(runtime.ApplyPatch(who, r.body));

@@ -17,6 +17,7 @@
 #include "runner/config/state_dir.h"
 #include "runner/wire/tool_result.h"
 #include "sandbox/base/json.h"
+#include "sandbox/base/strings.h"
 #include "sandbox/os/unique_fd.h"
 
 namespace sandrun::api {
@@ -131,21 +132,22 @@ Result<ServerReply> RequestServer(const std::string& socket, const std::string& 
                   std::chrono::hours(24));
 }
 
-Status FollowEvents(const std::string& socket, const GlobalOptions& global,
-                    const std::atomic<bool>* stop, const EventFn& on_event) {
+Result<StreamedReply> RequestStream(const std::string& socket, const std::string& request,
+                                    const std::atomic<bool>* stop, const EventFn& on_event) {
   SANDRUN_ASSIGN_OR_RETURN(UniqueFd fd, ConnectTo(socket));
-  const std::string head =
-      RequestHead("GET", "/v1/events",
-                  {{"X-Sandrun-Agent", global.agent}, {"X-Sandrun-Session", global.session}}, 0);
-  if (::send(fd.get(), head.data(), head.size(), MSG_NOSIGNAL) !=
-      static_cast<ssize_t>(head.size())) {
-    return Error::FromErrno(errno, "writing to the server");
+  for (std::string_view out(request); !out.empty();) {
+    ssize_t n = ::send(fd.get(), out.data(), out.size(), MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EPIPE || errno == ECONNRESET)) break;  // its refusal is there to read
+    if (n < 0) return Error::FromErrno(errno, "writing to the server");
+    out.remove_prefix(static_cast<size_t>(n));
   }
+  StreamedReply reply;
   std::string in;
-  bool streaming = false;  // past a 200's headers
+  bool head_read = false;
   char buf[65536];
   for (;;) {
-    if (stop != nullptr && stop->load()) return Ok();
+    if (stop != nullptr && stop->load()) return reply;
     pollfd p{fd.get(), POLLIN, 0};
     int ready = ::poll(&p, 1, 200);
     if (ready < 0 && errno == EINTR) continue;
@@ -153,22 +155,29 @@ Status FollowEvents(const std::string& socket, const GlobalOptions& global,
     if (ready == 0) continue;
     ssize_t n = ::recv(fd.get(), buf, sizeof buf, 0);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Error::FromErrno(errno, "reading the server's events");
+    if (n < 0 && errno == ECONNRESET && head_read && !reply.stream) n = 0;  // a refusal's end
+    if (n < 0) return Error::FromErrno(errno, "reading from the server");
     if (n == 0) {
-      if (streaming) return Ok();  // the server ended the stream (it stops)
-      size_t body = in.find("\r\n\r\n");
-      return Error(ErrorCode::kProtocol,
-                   "the server refused the event stream: " +
-                       (body == std::string::npos ? in : in.substr(body + 4)));
+      if (!head_read) return Error(ErrorCode::kProtocol, "the server's reply is not HTTP");
+      if (!reply.stream) reply.body = std::move(in);
+      return reply;  // the reply (or the stream) ends with the connection
     }
     in.append(buf, static_cast<size_t>(n));
-    if (!streaming) {
+    if (!head_read) {
       size_t end = in.find("\r\n\r\n");
       if (end == std::string::npos) continue;
-      if (in.rfind("HTTP/1.1 200", 0) != 0) continue;  // read the refusal to its end
-      streaming = true;
+      size_t space = in.find(' ');
+      if (space == std::string::npos || space > end ||
+          std::from_chars(in.data() + space + 1, in.data() + end, reply.status).ec != std::errc()) {
+        return Error(ErrorCode::kProtocol, "the server's reply is not HTTP");
+      }
+      std::string head = Lower(in.substr(0, end));
+      reply.stream = reply.status == 200 &&
+                     head.find("\r\ncontent-type: text/event-stream") != std::string::npos;
+      head_read = true;
       in.erase(0, end + 4);
     }
+    if (!reply.stream) continue;  // read the reply to its end
     for (size_t end; (end = in.find("\n\n")) != std::string::npos;) {
       std::string type, data;
       std::string_view block(in.data(), end);
@@ -183,9 +192,31 @@ Status FollowEvents(const std::string& socket, const GlobalOptions& global,
       }
       in.erase(0, end + 2);
       if (type == "ping") continue;
-      if (!on_event(type, data)) return Ok();
+      if (!on_event(type, data)) return reply;
     }
   }
+}
+
+Status FollowEvents(const std::string& socket, const GlobalOptions& global,
+                    const std::atomic<bool>* stop, const EventFn& on_event) {
+  const std::string head =
+      RequestHead("GET", "/v1/events",
+                  {{"X-Sandrun-Agent", global.agent}, {"X-Sandrun-Session", global.session}}, 0);
+  SANDRUN_ASSIGN_OR_RETURN(StreamedReply reply, RequestStream(socket, head, stop, on_event));
+  if (reply.stream || (stop != nullptr && stop->load())) return Ok();
+  return Error(ErrorCode::kProtocol, "the server refused the event stream: " + reply.body);
+}
+
+Result<StreamedReply> PostMcpToServer(const std::string& socket, const std::string& body,
+                                      const GlobalOptions& global, const std::atomic<bool>* stop,
+                                      const EventFn& on_event) {
+  const std::string head = RequestHead("POST", "/mcp",
+                                       {{"Accept", "application/json, text/event-stream"},
+                                        {"X-Sandrun-Agent", global.agent},
+                                        {"X-Sandrun-Session", global.session},
+                                        {"X-Sandrun-Workspace", global.workspace}},
+                                       body.size());
+  return RequestStream(socket, head + body, stop, on_event);
 }
 
 Result<ServerReply> PostToServer(const std::string& socket, const std::string& path,

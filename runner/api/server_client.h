@@ -37,6 +37,22 @@ using EventFn = std::function<bool(const std::string& type, const std::string& d
 Status FollowEvents(const std::string& socket, const GlobalOptions& global,
                     const std::atomic<bool>* stop, const EventFn& on_event);
 
+// A request whose reply may be an event stream: a 200 text/event-stream reply's events go to
+// `on_event` as they come (`stream` set, until on_event returns false, `*stop` is set or the
+// server ends it); any other reply comes back whole in `body`.
+struct StreamedReply {
+  int status = 0;
+  bool stream = false;
+  std::string body;
+};
+Result<StreamedReply> RequestStream(const std::string& socket, const std::string& request,
+                                    const std::atomic<bool>* stop, const EventFn& on_event);
+// One MCP message to the server's POST /mcp (the stdio bridge of `sandrun mcp`), with the CLI's
+// agent/session/workspace as headers; SSE replies' messages come as "message" events.
+Result<StreamedReply> PostMcpToServer(const std::string& socket, const std::string& body,
+                                      const GlobalOptions& global, const std::atomic<bool>* stop,
+                                      const EventFn& on_event);
+
 // POSTs `body` to `path` with the CLI's agent/session/workspace as headers.
 // Any method (GET /v1/approvals, ...); PostToServer is RequestServer with "POST".
 Result<ServerReply> RequestServer(const std::string& socket, const std::string& method,

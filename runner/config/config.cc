@@ -64,6 +64,8 @@ class Loader : public ConfigReader {
             {"version", {}},
             {"server", [&](const Value& v,
                            const std::string& p) { return ApplyServer(v, p, &config->server); }},
+            {"mcp",
+             [&](const Value& v, const std::string& p) { return ApplyMcp(v, p, &config->mcp); }},
             {"tenants",
              [&](const Value& v, const std::string& p) -> Status {
                if (!v.IsObject()) return Expected(p, "an object of tenants", v);
@@ -187,6 +189,27 @@ class Loader : public ConfigReader {
                   "server.maxBufferedBytes (" + std::to_string(s->max_buffered_bytes) +
                       ") must be at least server.maxBodyBytes (" +
                       std::to_string(s->max_body_bytes) + ")");
+    }
+    return Ok();
+  }
+
+  Status ApplyMcp(const Value& v, const std::string& path, McpSettings* m) {
+    SANDRUN_RETURN_IF_ERROR(Members(v, path,
+                                    {
+                                        Int("maxBlockMs", &m->max_block_ms, 100, 3600000),
+                                        Int("maxOutputChars", &m->max_output_chars, 1000, 10000000),
+                                        Flag("waitForApproval", &m->wait_for_approval),
+                                        List("allowedOrigins", &m->allowed_origins),
+                                    }));
+    for (const std::string& origin : m->allowed_origins) {
+      // An origin is scheme://host[:port], nothing more (RFC 6454): "*" or a path would be a
+      // silent allow-all or never match.
+      if (!(origin.rfind("http://", 0) == 0 || origin.rfind("https://", 0) == 0) ||
+          origin.find('/', origin.find("://") + 3) != std::string::npos ||
+          origin.find_first_of(" *\t") != std::string::npos) {
+        return Fail(JoinKey(path, "allowedOrigins"),
+                    "\"" + origin + "\" is not an origin such as \"https://app.example.com\"");
+      }
     }
     return Ok();
   }

@@ -12,6 +12,8 @@
 //       "entries":  {"<id>": {...}}         // OpenClaw's agents.entries.<id> form
 //     },
 //     "server": {"maxConnections": ..., ...},  // sandrun serve's limits (top level only)
+//     "mcp": {"maxBlockMs": ..., "maxOutputChars": ..., "waitForApproval": ...,
+//             "allowedOrigins": [...]},          // the MCP front end (top level only)
 //     "tenants": {"<tenant id>": {"tools": ..., "sandbox": ..., "agents": ...,
 //                                 "quotas": {...}, "hostExecution": false}},
 //     "$schema": ..., "version": ...         // accepted, ignored
@@ -82,6 +84,7 @@ struct Config {
   std::vector<std::string> warnings;  // "config.json:12:5: unknown key tools.exec.foo (ignored)"
 
   ServerSettings server;                        // server.*
+  McpSettings mcp;                              // mcp.*
   AgentSettings global;                         // defaults + agents.defaults + top-level keys
   std::map<std::string, AgentSettings> agents;  // agents.<id>, already merged over `global`
 

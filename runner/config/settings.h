@@ -142,6 +142,21 @@ struct ServerSettings {
   int64_t max_buffered_bytes = int64_t{256} << 20;  // maxBufferedBytes: bodies in flight, in all
 };
 
+// mcp.* (top level only): the MCP front end (`sandrun mcp`, POST /mcp; issue 16).
+struct McpSettings {
+  // maxBlockMs: a tools/call never blocks longer; the command yields into a background session.
+  int64_t max_block_ms = 50000;
+  // maxOutputChars: a result's output beyond this keeps its head and tail (process log pages
+  // the rest). MCP clients reject huge results.
+  int64_t max_output_chars = 40000;
+  // waitForApproval: an exec that needs an approval waits for the operator (within
+  // maxBlockMs) instead of answering approval-pending at once.
+  bool wait_for_approval = false;
+  // allowedOrigins: browser origins POST /mcp accepts besides loopback ones ("http://localhost",
+  // "http://127.0.0.1", "http://[::1]", any port, http or https); any other Origin gets 403.
+  std::vector<std::string> allowed_origins;
+};
+
 // Everything that applies to one agent: the global settings with agents.<id> merged over them.
 struct AgentSettings {
   ExecSettings exec;

@@ -386,7 +386,9 @@ Status Session::Resize(unsigned rows, unsigned cols) {
   return process->Resize(rows, cols);
 }
 
-Status Session::Kill(int64_t wait_ms) {
+Status Session::Kill(int64_t wait_ms) { return Terminate(-1, wait_ms); }
+
+Status Session::Terminate(int64_t grace_ms, int64_t wait_ms) {
   exec::RunningProcess* process = nullptr;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -394,6 +396,11 @@ Status Session::Kill(int64_t wait_ms) {
     if (raw_process_ == nullptr) return Error(ErrorCode::kConflict, "no process attached");
     (void)ApplyLocked(PhaseEvent::kKill);
     process = raw_process_;
+  }
+  if (grace_ms >= 0) {
+    // TERM first: a command may clean up (temporary files, child jobs) before it goes.
+    Status term = process->Kill(SIGTERM);
+    if (WaitFor(grace_ms)) return term;
   }
   Status status = process->Kill(SIGKILL);
   (void)WaitFor(wait_ms);

@@ -139,6 +139,10 @@ class Session {
   // SIGKILL to the whole tree; marks the session killed (failed, SIGKILL) and waits up to
   // `wait_ms` for the outcome to be recorded. Ok (nothing done) once finished.
   Status Kill(int64_t wait_ms = 5000);
+  // The caller gave up on the run (an MCP cancel): SIGTERM to the whole tree, then, if it has not
+  // ended within `grace_ms`, Kill (grace < 0: SIGKILL at once). Marked killed either way. Ok
+  // (nothing done) once finished.
+  Status Terminate(int64_t grace_ms, int64_t wait_ms = 5000);
   // Server shutdown: leaves a background session's process running (RunningProcess::Release):
   // nothing of it is recorded any more, status.json is not written (the next Recover finds it
   // recorded running), and destroying the session leaves the process alone. kConflict when not

@@ -25,8 +25,8 @@ namespace sandrun::wire {
 
 enum class ParamType {
   kString,
-  kNumber,           // any JSON number
-  kInteger,          // a whole number (JSON Schema "integer")
+  kNumber,   // any JSON number
+  kInteger,  // a whole number (JSON Schema "integer")
   kBoolean,
   kStringMap,        // an object whose values are strings (exec env)
   kStringArray,      // an array of strings (process keys, hex)
