@@ -10,6 +10,7 @@
 #include "runner/config/config.h"
 #include "runner/policy/shell_analysis.h"
 #include "runner/wire/tool_result.h"
+#include "runner/wire/tool_schemas.h"
 #include "sandbox/base/json.h"
 #include "sandbox/base/strings.h"
 
@@ -19,15 +20,6 @@ namespace {
 using Writer = JsonWriter;
 
 Error Invalid(std::string message) { return Error::Refusal("invalid-request", std::move(message)); }
-
-const char* TypeName(const rapidjson::Value& v) {
-  if (v.IsNull()) return "null";
-  if (v.IsBool()) return "boolean";
-  if (v.IsNumber()) return "number";
-  if (v.IsString()) return "string";
-  if (v.IsArray()) return "array";
-  return "object";
-}
 
 std::string Str(const rapidjson::Value& v) {
   return std::string(v.GetString(), v.GetStringLength());
@@ -71,88 +63,67 @@ Status ValidateSandboxChoices(const policy::ExecRequest& r) {
 
 namespace {
 
-// Fills `req` from the object; returns an error for a wrong type or value.
+// Fills `req` from the object; returns an error for a wrong type or value. The types are the
+// spec's (wire::ToolSpecs: the one definition of the parameters); the values are checked here.
 Status ReadExecParams(const rapidjson::Value& obj, policy::ExecRequest& req) {
-  auto expect = [&](const char* key, bool ok, const char* want) -> Status {
-    if (ok) return Ok();
-    return Invalid(std::string("exec parameter \"") + key + "\" must be " + want + ", got " +
-                   TypeName(obj[key]));
-  };
   const auto* command = JsonMember(obj, "command");
   if (command == nullptr || command->IsNull()) return Invalid("Provide a command to start.");
-  SANDRUN_RETURN_IF_ERROR(expect("command", command->IsString(), "a string"));
+  // OpenClaw's own text for a host of another type, before the generic one.
+  for (const auto& m : obj.GetObject()) {
+    if (Str(m.name) == "host" && !m.value.IsNull() && !m.value.IsString()) {
+      return Invalid(std::string("Invalid exec host value type ") + JsonTypeName(m.value) +
+                     ". Allowed values: auto, sandbox, gateway, node.");
+    }
+  }
+  const wire::ToolSpec& spec = *wire::FindToolSpec("exec");
+  SANDRUN_RETURN_IF_ERROR(wire::CheckToolParams(spec, obj));
   req.command = Str(*command);
   SANDRUN_RETURN_IF_ERROR(ValidateCommand(req.command));
   for (const auto& m : obj.GetObject()) {
     std::string key = Str(m.name);
     const auto& v = m.value;
-    if (key == "tool" || key == "command") continue;
-    if (v.IsNull()) continue;  // an explicit null means "not given"
+    // An explicit null means "not given"; other keys ("tool" too) are ignored, as OpenClaw's
+    // schema does.
+    if (v.IsNull() || wire::FindParam(spec, key) == nullptr) continue;
     if (key == "workdir") {
-      SANDRUN_RETURN_IF_ERROR(expect("workdir", v.IsString(), "a string"));
       if (Str(v).find('\0') != std::string::npos)
         return Invalid("exec workdir contains a NUL byte");
       req.workdir = Str(v);
     } else if (key == "env") {
-      SANDRUN_RETURN_IF_ERROR(expect("env", v.IsObject(), "an object of strings"));
-      for (const auto& kv : v.GetObject()) {
-        if (!kv.value.IsString()) {
-          return Invalid("exec env value of \"" + Str(kv.name) + "\" must be a string, got " +
-                         TypeName(kv.value));
-        }
-        req.env[Str(kv.name)] = Str(kv.value);
-      }
+      for (const auto& kv : v.GetObject()) req.env[Str(kv.name)] = Str(kv.value);
     } else if (key == "yieldMs") {
-      SANDRUN_RETURN_IF_ERROR(expect("yieldMs", v.IsNumber(), "a number"));
       double d = v.GetDouble();
       if (std::isfinite(d)) req.yield_ms = static_cast<int64_t>(std::clamp(d, 10.0, 120000.0));
     } else if (key == "background") {
-      SANDRUN_RETURN_IF_ERROR(expect("background", v.IsBool(), "a boolean"));
       req.background = v.GetBool();
     } else if (key == "timeout" || key == "timeoutSeconds") {
-      SANDRUN_RETURN_IF_ERROR(expect(key.c_str(), v.IsNumber(), "a number of seconds"));
       if (!std::isfinite(v.GetDouble())) return Invalid("exec " + key + " must be finite");
       req.timeout_seconds = v.GetDouble();
     } else if (key == "pty") {
-      SANDRUN_RETURN_IF_ERROR(expect("pty", v.IsBool(), "a boolean"));
       req.pty = v.GetBool();
     } else if (key == "elevated") {
-      SANDRUN_RETURN_IF_ERROR(expect("elevated", v.IsBool(), "a boolean"));
       req.elevated = v.GetBool();
     } else if (key == "wait") {
-      SANDRUN_RETURN_IF_ERROR(expect("wait", v.IsBool(), "a boolean"));
       req.wait = v.GetBool();
     } else if (key == "host") {
-      if (!v.IsString()) {
-        return Invalid(std::string("Invalid exec host value type ") + TypeName(v) +
-                       ". Allowed values: auto, sandbox, gateway, node.");
-      }
       req.host = Str(v);
     } else if (key == "security" || key == "ask" || key == "node") {
-      SANDRUN_RETURN_IF_ERROR(expect(key.c_str(), v.IsString(), "a string"));
       (key == "security" ? req.security : key == "ask" ? req.ask : req.node) = Str(v);
     } else if (key == "image" || key == "network") {
-      SANDRUN_RETURN_IF_ERROR(expect(key.c_str(), v.IsString(), "a string"));
       (key == "image" ? req.image : req.network) = Trim(Str(v));
     } else if (key == "memory") {
-      SANDRUN_RETURN_IF_ERROR(
-          expect("memory", v.IsString() || v.IsInt64(), "a byte count or a size such as \"512m\""));
       if (v.IsInt64()) {
         req.memory_bytes = v.GetInt64();
       } else {
         SANDRUN_ASSIGN_OR_RETURN(req.memory_bytes, ParseMemoryChoice(Str(v)));
       }
     } else if (key == "cpus") {
-      SANDRUN_RETURN_IF_ERROR(expect("cpus", v.IsNumber(), "a number"));
       req.cpus = v.GetDouble();
     } else if (key == "pids") {
-      SANDRUN_RETURN_IF_ERROR(expect("pids", v.IsInt64(), "a whole number"));
       req.pids = v.GetInt64();
     } else if (key == "rm") {
-      SANDRUN_RETURN_IF_ERROR(expect("rm", v.IsBool(), "a boolean"));
       req.rm = v.GetBool();
     }
-    // Other keys are ignored, as OpenClaw's schema does.
   }
   return ValidateSandboxChoices(req);
 }
@@ -164,10 +135,7 @@ Status ReadApplyPatchParams(const rapidjson::Value& obj, ApplyPatchRequest& req)
     return Invalid(
         "apply_patch needs \"input\": the patch text (*** Begin Patch ... *** End Patch)");
   }
-  if (!input->IsString()) {
-    return Invalid(std::string("apply_patch parameter \"input\" must be a string, got ") +
-                   TypeName(*input));
-  }
+  SANDRUN_RETURN_IF_ERROR(wire::CheckToolParams(*wire::FindToolSpec("apply_patch"), obj));
   req.input = Str(*input);
   if (req.input.find_first_not_of(" \t\r\n") == std::string::npos) {
     return Invalid(
@@ -176,10 +144,6 @@ Status ReadApplyPatchParams(const rapidjson::Value& obj, ApplyPatchRequest& req)
   for (const char* key : {"workdir", "model"}) {
     const auto* v = JsonMember(obj, key);
     if (v == nullptr || v->IsNull()) continue;
-    if (!v->IsString()) {
-      return Invalid(std::string("apply_patch parameter \"") + key + "\" must be a string, got " +
-                     TypeName(*v));
-    }
     if (Str(*v).find('\0') != std::string::npos) {
       return Invalid(std::string("apply_patch ") + key + " contains a NUL byte");
     }

@@ -37,7 +37,8 @@ struct ToolCall {
 };
 
 // Parses and validates a tool call. Every malformed input is a refusal naming the problem, with
-// its wire code (invalid-json, invalid-request, unknown-tool, server-required).
+// its wire code (invalid-json, invalid-request, unknown-tool, server-required). The parameters
+// and their types are the exec and apply_patch specs' (runner/wire/tool_schemas.h).
 Result<ToolCall> ParseToolCall(std::string_view text);
 
 // The checks every command passes, whichever front end it came through: non-blank, no NUL

@@ -7,6 +7,7 @@
 
 #include "runner/sessions/session.h"
 #include "runner/wire/tool_result.h"
+#include "runner/wire/tool_schemas.h"
 #include "sandbox/base/json.h"
 
 namespace sandrun::sessions {
@@ -16,21 +17,8 @@ using Writer = JsonWriter;
 
 Error Invalid(std::string message) { return Error::Refusal("invalid-request", std::move(message)); }
 
-const char* TypeName(const rapidjson::Value& v) {
-  if (v.IsNull()) return "null";
-  if (v.IsBool()) return "boolean";
-  if (v.IsNumber()) return "number";
-  if (v.IsString()) return "string";
-  if (v.IsArray()) return "array";
-  return "object";
-}
-
 std::string Str(const rapidjson::Value& v) {
   return std::string(v.GetString(), v.GetStringLength());
-}
-
-Error WrongType(const std::string& key, const char* want, const rapidjson::Value& v) {
-  return Invalid("process parameter \"" + key + "\" must be " + want + ", got " + TypeName(v));
 }
 
 // A JSON number as an int64 (floored, saturated).
@@ -43,17 +31,8 @@ int64_t ToInt64(const rapidjson::Value& v) {
   return static_cast<int64_t>(d);
 }
 
-Status ReadStrings(const std::string& key, const rapidjson::Value& v,
-                   std::vector<std::string>& out) {
-  if (!v.IsArray()) return WrongType(key, "an array of strings", v);
-  for (const auto& item : v.GetArray()) {
-    if (!item.IsString()) {
-      return Invalid("process parameter \"" + key + "\" must be an array of strings, got an " +
-                     "array with a " + TypeName(item));
-    }
-    out.push_back(Str(item));
-  }
-  return Ok();
+void AppendStrings(const rapidjson::Value& v, std::vector<std::string>& out) {
+  for (const auto& item : v.GetArray()) out.push_back(Str(item));
 }
 
 }  // namespace
@@ -67,34 +46,32 @@ Result<ProcessRequest> ParseProcessRequest(const rapidjson::Value& call) {
         "process parameter \"action\" is required (list, poll, log, write, send-keys, submit, "
         "paste, kill, clear, remove)");
   }
-  if (!action->IsString()) return WrongType("action", "a string", *action);
+  // The types are the spec's (wire::ToolSpecs: the one definition of the parameters).
+  const wire::ToolSpec& spec = *wire::FindToolSpec("process");
+  SANDRUN_RETURN_IF_ERROR(wire::CheckToolParams(spec, call));
   req.action = Str(*action);
   for (const auto& m : call.GetObject()) {
     std::string key = Str(m.name);
     const auto& v = m.value;
-    if (v.IsNull() || key == "tool" || key == "action") continue;
+    // An explicit null means "not given"; other members ("tool" too) are ignored, as OpenClaw's
+    // schema does.
+    if (v.IsNull() || wire::FindParam(spec, key) == nullptr) continue;
     if (key == "sessionId" || key == "data" || key == "literal" || key == "text") {
-      if (!v.IsString()) return WrongType(key, "a string", v);
       (key == "sessionId" ? req.session_id
        : key == "data"    ? req.data
        : key == "literal" ? req.literal
                           : req.text) = Str(v);
-    } else if (key == "eof" || key == "bracketed") {
-      if (!v.IsBool()) return WrongType(key, "a boolean", v);
-      if (key == "eof") {
-        req.eof = v.GetBool();
-      } else {
-        req.bracketed = v.GetBool();
-      }
+    } else if (key == "eof") {
+      req.eof = v.GetBool();
+    } else if (key == "bracketed") {
+      req.bracketed = v.GetBool();
     } else if (key == "keys" || key == "hex") {
-      SANDRUN_RETURN_IF_ERROR(ReadStrings(key, v, key == "keys" ? req.keys : req.hex));
+      AppendStrings(v, key == "keys" ? req.keys : req.hex);
     } else if (key == "offset" || key == "limit" || key == "timeout") {
-      if (!v.IsNumber()) return WrongType(key, "a number", v);
       int64_t n = ToInt64(v);
       if (n < 0) return Invalid("process parameter \"" + key + "\" must be >= 0");
       (key == "offset" ? req.offset : key == "limit" ? req.limit : req.timeout_ms) = n;
     }
-    // Other members are ignored, as OpenClaw's schema does.
   }
   return req;
 }

@@ -1,5 +1,5 @@
-// The `process` tool call: parameters (OpenClaw's schema, types validated), refusals, and the
-// exec tool's `running` result.
+// The `process` tool call: parameters (OpenClaw's schema, declared in runner/wire/tool_schemas.h),
+// refusals, and the exec tool's `running` result.
 //
 // Pattern of use:
 //   auto parsed = ParseProcessRequest(doc);   // doc = {"tool":"process","action":"poll",...}
@@ -47,7 +47,8 @@ struct ProcessResult {
 
 // Reads a process tool call object (the "tool" member is ignored, unknown members too; null
 // means "not given"). Wrong types are refusals (Error::Refusal, wire code invalid-request)
-// naming the parameter: nothing happened, the CLI exits 2.
+// naming the parameter, checked against the process tool's spec (runner/wire/tool_schemas.h):
+// nothing happened, the CLI exits 2.
 Result<ProcessRequest> ParseProcessRequest(const rapidjson::Value& call);
 // The same from JSON text (invalid-json when it does not parse).
 Result<ProcessRequest> ParseProcessRequest(std::string_view json);

@@ -34,26 +34,26 @@ enum class ParamType {
 };
 
 struct ParamSpec {
-  std::string_view name;
+  std::string_view name{};
   ParamType type = ParamType::kString;
-  std::string_view description;
+  std::string_view description{};
   // The refusal's "must be ..." text when it is not the type's own ("a number of seconds");
   // empty: from the type ("a string", "a number", "a whole number", "a boolean", "an object of
   // strings", "an array of strings").
-  std::string_view want;
-  std::vector<std::string_view> enum_values;  // advertised; checked by the parser that reads it
-  std::optional<double> minimum;              // advertised bounds (JSON Schema minimum/maximum)
-  std::optional<double> maximum;
+  std::string_view want{};
+  std::vector<std::string_view> enum_values{};  // advertised; checked by the parser that reads it
+  std::optional<double> minimum{};              // advertised bounds (JSON Schema minimum/maximum)
+  std::optional<double> maximum{};
   bool required = false;
 };
 
 struct ToolSpec {
-  std::string_view name;  // the tool-call's "tool" and the MCP tool name: [A-Za-z0-9_.-]{1,128}
-  std::string_view title;
-  std::string_view description;
-  std::vector<ParamSpec> params;
+  std::string_view name{};  // the tool-call's "tool" and the MCP tool name: [A-Za-z0-9_.-]{1,128}
+  std::string_view title{};
+  std::string_view description{};
+  std::vector<ParamSpec> params{};
   // The JSON Schema (2020-12) of the tool's structured result (MCP outputSchema): an object.
-  std::string_view output_schema_json;
+  std::string_view output_schema_json{};
   // MCP tool annotations.
   bool read_only = false;
   bool destructive = true;
@@ -65,6 +65,10 @@ struct ToolSpec {
 const std::vector<ToolSpec>& ToolSpecs();
 // nullptr for an unknown name.
 const ToolSpec* FindToolSpec(std::string_view name);
+// The parameter `name` of `spec`, nullptr when the spec has none. A parser reads only the members
+// the spec declares (after CheckToolParams, whose type checks its reads rely on): what it reads
+// is what is advertised.
+const ParamSpec* FindParam(const ToolSpec& spec, std::string_view name);
 
 // Type-checks `call` (a JSON object; anything else is refused) against the spec: a parameter that
 // is present and not null must have its type; a required one must be present and not null.

@@ -149,6 +149,15 @@ std::map<std::string, std::string> JsonStringMap(const rapidjson::Value& obj, co
   return out;
 }
 
+const char* JsonTypeName(const rapidjson::Value& v) {
+  if (v.IsNull()) return "null";
+  if (v.IsBool()) return "boolean";
+  if (v.IsNumber()) return "number";
+  if (v.IsString()) return "string";
+  if (v.IsArray()) return "array";
+  return "object";
+}
+
 void WriteJsonString(JsonWriter& w, std::string_view s) {
   w.String(s.data(), static_cast<rapidjson::SizeType>(s.size()));
 }

@@ -50,6 +50,9 @@ bool JsonBool(const rapidjson::Value& obj, const char* key, bool fallback = fals
 std::vector<std::string> JsonStringArray(const rapidjson::Value& obj, const char* key);
 std::map<std::string, std::string> JsonStringMap(const rapidjson::Value& obj, const char* key);
 
+// The JSON type of `v` as refusals name it: null, boolean, number, string, array or object.
+const char* JsonTypeName(const rapidjson::Value& v);
+
 using JsonWriter = rapidjson::Writer<rapidjson::StringBuffer>;
 
 // A string value from any bytes (embedded NULs kept).

@@ -36,13 +36,11 @@ std::string FindDuplicateKey(const rapidjson::Value& v, const std::string& where
   return "";
 }
 
+// JSON's type name with its article: "a string", "an array", "null".
 std::string TypeName(const rapidjson::Value& v) {
-  if (v.IsNull()) return "null";
-  if (v.IsBool()) return "a boolean";
-  if (v.IsNumber()) return "a number";
-  if (v.IsString()) return "a string";
-  if (v.IsArray()) return "an array";
-  return "an object";
+  const std::string name = JsonTypeName(v);
+  if (v.IsNull()) return name;
+  return (v.IsArray() || v.IsObject() ? "an " : "a ") + name;
 }
 
 }  // namespace

@@ -51,6 +51,15 @@ TEST(JsonTest, AccessorsFallBackOnMissingOrMistypedMembers) {
   EXPECT_EQ(JsonMember(not_object, "a"), nullptr);
 }
 
+TEST(JsonTest, TypeNamesAreJsonsOwn) {
+  auto doc = ParseJson(R"([null,true,false,0,-1.5,18446744073709551615,"s",[],{}])");
+  ASSERT_TRUE(doc);
+  std::vector<std::string> names;
+  for (const auto& v : doc->GetArray()) names.emplace_back(JsonTypeName(v));
+  EXPECT_EQ(names, (std::vector<std::string>{"null", "boolean", "boolean", "number", "number",
+                                             "number", "string", "array", "object"}));
+}
+
 TEST(JsonTest, KeepsEmbeddedNulBytesInStrings) {
   auto doc = ParseJson(R"({"s":"a\u0000b"})");
   ASSERT_TRUE(doc);
