@@ -56,8 +56,9 @@ function callMedian(home) {
   if (hasHyperfine()) {
     const out = path.join(home.home, 'hyperfine.json');
     const quoted = [SANDRUN, ...argv].map((a) => `'${a.replaceAll("'", "'\\''")}'`).join(' ');
-    const r = spawnSync('hyperfine', ['-N', '--style', 'none', '--warmup', String(WARMUP), '--runs', String(RUNS),
-      '--export-json', out, quoted], { env: { ...process.env, ...home.env() }, encoding: 'utf8' });
+    const args = ['-N', '--style', 'none', '--warmup', String(WARMUP), '--runs', String(RUNS),
+      '--export-json', out, quoted];
+    const r = spawnSync('hyperfine', args, { env: { ...process.env, ...home.env() }, encoding: 'utf8' });
     if (r.status !== 0) throw new Error(`hyperfine: ${r.stderr}`);
     return JSON.parse(fs.readFileSync(out, 'utf8')).results[0].median * 1000;
   }
@@ -87,7 +88,8 @@ try {
     `${(r.call / r.mcp).toFixed(1).padStart(11)}x`;
   console.log(`exec \`true\` in a warm sandbox, median of ${RUNS} after ${WARMUP} warm-up calls` +
     ` (sandrun call timed by ${hasHyperfine() ? 'hyperfine -N' : 'this script'}):`);
-  console.log(`${''.padEnd(28)}${'MCP (stdio)'.padStart(13)}${'sandrun call'.padStart(17)}${'call/MCP'.padStart(12)}`);
+  const head = ['MCP (stdio)'.padStart(13), 'sandrun call'.padStart(17), 'call/MCP'.padStart(12)];
+  console.log(''.padEnd(28) + head.join(''));
   console.log(row('with sandrun serve (bridged)', served));
   console.log(row('in-process (no server)', inProcess));
 } finally {

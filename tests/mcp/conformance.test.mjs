@@ -27,11 +27,13 @@ function startProxy(target, token) {
   const server = http.createServer((req, res) => {
     const headers = [];
     for (let i = 0; i < req.rawHeaders.length; i += 2) {
-      if (req.rawHeaders[i].toLowerCase() !== 'authorization') headers.push(req.rawHeaders[i], req.rawHeaders[i + 1]);
+      const [name, value] = [req.rawHeaders[i], req.rawHeaders[i + 1]];
+      if (name.toLowerCase() !== 'authorization') headers.push(name, value);
     }
     headers.push('Authorization', `Bearer ${token}`);
     const upstream = http.request({
-      host: to.hostname, port: to.port, method: req.method, path: req.url, headers, setHost: false, agent: false,
+      host: to.hostname, port: to.port, method: req.method, path: req.url, headers,
+      setHost: false, agent: false,
     }, (up) => {
       res.writeHead(up.statusCode, up.statusMessage, up.rawHeaders);
       up.pipe(res);
@@ -44,7 +46,9 @@ function startProxy(target, token) {
     req.pipe(upstream);
   });
   return new Promise((resolve) => {
-    server.listen(0, '127.0.0.1', () => resolve({ server, url: `http://127.0.0.1:${server.address().port}` }));
+    server.listen(0, '127.0.0.1', () => {
+      resolve({ server, url: `http://127.0.0.1:${server.address().port}` });
+    });
   });
 }
 

@@ -97,18 +97,20 @@ describe('POST /mcp (Streamable HTTP)', { skip }, () => {
       assert.equal(e.code, 401, String(e));
       return true;
     });
-    await assert.rejects(home.httpClient(url, { headers: { Authorization: `Bearer sandrun_${'0'.repeat(64)}` } }),
-      (e) => {
-        assert.equal(e.code, 401, String(e));
-        return true;
-      });
+    const wrong = { Authorization: `Bearer sandrun_${'0'.repeat(64)}` };
+    await assert.rejects(home.httpClient(url, { headers: wrong }), (e) => {
+      assert.equal(e.code, 401, String(e));
+      return true;
+    });
     const raw = await request(url, { headers: JSON_HEADERS, body: INIT });
     assert.equal(raw.status, 401, raw.body);
     assert.match(raw.headers['www-authenticate'] || '', /^Bearer/);
   });
 
   test('Origin: a foreign one gets 403, a localhost one is served; GET is 405', async () => {
-    const evil = await request(url, { headers: { ...JSON_HEADERS, ...auth(), Origin: 'http://evil.example.com' }, body: INIT });
+    const evil = await request(url, {
+      headers: { ...JSON_HEADERS, ...auth(), Origin: 'http://evil.example.com' }, body: INIT,
+    });
     assert.equal(evil.status, 403, evil.body);
     for (const origin of ['http://localhost:5173', 'https://127.0.0.1', 'http://[::1]:8080']) {
       const ok = await request(url, { headers: { ...JSON_HEADERS, ...auth(), Origin: origin }, body: INIT });
@@ -119,8 +121,68 @@ describe('POST /mcp (Streamable HTTP)', { skip }, () => {
     assert.equal(get.status, 405, get.body);
   });
 
+  // The 2026-07-28 revision over HTTP (basic/transports/streamable-http.mdx): MCP-Protocol-Version,
+  // Mcp-Method and Mcp-Name mirror the body; a mismatch or a missing one is 400 HeaderMismatch
+  // (-32020), an unsupported version 400 -32022, an unknown method 404 -32601.
+  test('modern era: headers mirror the body, mismatches are 400 -32020', async () => {
+    const meta = (version = '2026-07-28') => ({
+      'io.modelcontextprotocol/protocolVersion': version,
+      'io.modelcontextprotocol/clientInfo': { name: 'raw-http', version: '1' },
+      'io.modelcontextprotocol/clientCapabilities': {},
+    });
+    const post = (headers, body) => request(url, {
+      headers: { ...JSON_HEADERS, ...auth(), 'MCP-Protocol-Version': '2026-07-28', ...headers },
+      body: { jsonrpc: '2.0', ...body },
+    });
+    const one = (res) => messagesOf(res)[0];
+
+    const discover = await post({ 'Mcp-Method': 'server/discover' },
+      { id: 1, method: 'server/discover', params: { _meta: meta() } });
+    assert.equal(discover.status, 200, discover.body);
+    assert.equal(one(discover).result?.resultType, 'complete', discover.body);
+    assert.ok(one(discover).result.supportedVersions.includes('2026-07-28'), discover.body);
+
+    const exec = (command) => ({ name: 'exec', arguments: { command }, _meta: meta() });
+    const call = await post({ 'Mcp-Method': 'tools/call', 'Mcp-Name': 'exec' },
+      { id: 2, method: 'tools/call', params: exec('echo modern-http') });
+    assert.equal(call.status, 200, call.body);
+    const called = messagesOf(call).find((m) => m.id === 2);
+    assert.equal(called?.result?.resultType, 'complete', call.body);
+    assert.equal(called.result.structuredContent?.output?.trimEnd(), 'modern-http', call.body);
+
+    const refusals = [
+      { why: 'Mcp-Name differs from params.name', code: -32020, status: 400,
+        headers: { 'Mcp-Method': 'tools/call', 'Mcp-Name': 'process' },
+        body: { id: 3, method: 'tools/call', params: exec('echo no') } },
+      { why: 'no Mcp-Name on tools/call', code: -32020, status: 400, headers: { 'Mcp-Method': 'tools/call' },
+        body: { id: 4, method: 'tools/call', params: exec('echo no') } },
+      { why: 'Mcp-Method differs from method', code: -32020, status: 400,
+        headers: { 'Mcp-Method': 'server/discover' },
+        body: { id: 5, method: 'tools/list', params: { _meta: meta() } } },
+      { why: 'no Mcp-Method', code: -32020, status: 400, headers: {},
+        body: { id: 6, method: 'tools/list', params: { _meta: meta() } } },
+      { why: 'MCP-Protocol-Version differs from _meta', code: -32020, status: 400,
+        headers: { 'Mcp-Method': 'tools/list', 'MCP-Protocol-Version': '2025-11-25' },
+        body: { id: 7, method: 'tools/list', params: { _meta: meta() } } },
+      { why: 'an unsupported version', code: -32022, status: 400,
+        headers: { 'Mcp-Method': 'tools/list', 'MCP-Protocol-Version': '1900-01-01' },
+        body: { id: 8, method: 'tools/list', params: { _meta: meta('1900-01-01') } } },
+      { why: 'an unknown method', code: -32601, status: 404, headers: { 'Mcp-Method': 'no/such' },
+        body: { id: 9, method: 'no/such', params: { _meta: meta() } } },
+    ];
+    for (const r of refusals) {
+      const res = await post(r.headers, r.body);
+      assert.equal(res.status, r.status, `${r.why}: ${res.status} ${res.body}`);
+      const reply = one(res);
+      assert.equal(reply.error?.code, r.code, `${r.why}: ${res.body}`);
+      assert.equal(reply.id, r.body.id, `${r.why}: ${res.body}`);
+    }
+  });
+
   test('the unix socket serves /mcp to the server user without a token', async () => {
-    const init = await request('http://localhost/mcp', { socketPath: home.socket, headers: JSON_HEADERS, body: INIT });
+    const init = await request('http://localhost/mcp', {
+      socketPath: home.socket, headers: JSON_HEADERS, body: INIT,
+    });
     assert.equal(init.status, 200, init.body);
     const session = init.headers['mcp-session-id'];
     const call = await request('http://localhost/mcp', {
@@ -130,18 +192,22 @@ describe('POST /mcp (Streamable HTTP)', { skip }, () => {
         'MCP-Protocol-Version': '2025-11-25',
         ...(session ? { 'Mcp-Session-Id': session } : {}),
       },
-      body: { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'exec', arguments: { command: 'echo via-socket' } } },
+      body: {
+        jsonrpc: '2.0', id: 2, method: 'tools/call',
+        params: { name: 'exec', arguments: { command: 'echo via-socket' } },
+      },
     });
     assert.equal(call.status, 200, call.body);
     const reply = messagesOf(call).find((m) => m.id === 2);
-    assert.equal(reply?.result?.structuredContent?.output, 'via-socket\n', call.body);
+    assert.equal(reply?.result?.structuredContent?.output?.trimEnd(), 'via-socket', call.body);
   });
 
   test('closing the SSE response of a tools/call kills its command', async () => {
     const client = await home.httpClient(url, { headers: auth() });
     const marker = `300.${Math.floor(Math.random() * 9000) + 1000}`;
     const count = async () => {
-      const r = await client.callTool({ name: 'exec', arguments: { command: `ps -o args | grep -c '[s]leep ${marker}' || true` } });
+      const command = `ps -o args | grep -c '[s]leep ${marker}' || true`;
+      const r = await client.callTool({ name: 'exec', arguments: { command } });
       assert.equal(r.structuredContent?.status, 'completed', show(r));
       return Number(r.structuredContent.output.trim());
     };
@@ -168,13 +234,14 @@ describe('POST /mcp (Streamable HTTP)', { skip }, () => {
     });
     req.on('error', () => {}); // destroyed below
     req.end(body);
-    await waitFor(`sleep ${marker} to run`, async () => (await count()) === 1);
+    await waitFor(`sleep ${marker} to run`, async () => (await count()) >= 1);
     await waitFor('the SSE response headers', () => response, { timeoutMs: 10000 });
     assert.equal(response.status, 200, show(response));
     assert.match(response.type || '', /^text\/event-stream/, show(response));
     assert.ok(!/"id":7/.test(response.body), `answered before it was cut: ${response.body}`);
     req.destroy();
-    await waitFor(`no sleep ${marker} left`, async () => (await count()) === 0, { timeoutMs: 10000, intervalMs: 250 });
+    await waitFor(`no sleep ${marker} left`, async () => (await count()) === 0,
+      { timeoutMs: 10000, intervalMs: 250 });
     await client.close();
   });
 });

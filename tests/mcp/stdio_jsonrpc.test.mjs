@@ -82,11 +82,16 @@ describe('sandrun mcp: raw JSON-RPC over stdio', () => {
       // An invalid request whose id can be read answers with it (or null: JSON-RPC 2.0 §5).
       { line: '{"jsonrpc":"2.0","id":3}', code: -32600, id: [3, null], what: 'no method' },
       { line: '{"jsonrpc":"1.0","id":4,"method":"ping"}', code: -32600, id: [4, null], what: 'jsonrpc 1.0' },
-      { line: '{"jsonrpc":"2.0","id":5,"method":"no/such/method"}', code: -32601, id: 5, what: 'unknown method' },
-      { line: '{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"arguments":{}}}', code: -32602, id: 6, what: 'tools/call without a name' },
-      { line: '{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"no_such_tool","arguments":{}}}', code: -32602, id: 7, what: 'an unknown tool' },
-      { line: '{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"exec","arguments":"echo"}}', code: -32602, id: 8, what: 'arguments not an object' },
-      { line: '{"jsonrpc":"2.0","id":9,"method":"tools/call","params":[1]}', code: -32602, id: 9, what: 'params not an object' },
+      { line: '{"jsonrpc":"2.0","id":5,"method":"no/such/method"}', code: -32601, id: 5,
+        what: 'unknown method' },
+      { line: '{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"arguments":{}}}',
+        code: -32602, id: 6, what: 'tools/call without a name' },
+      { line: '{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"no_such","arguments":{}}}',
+        code: -32602, id: 7, what: 'an unknown tool' },
+      { line: '{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"exec","arguments":"echo"}}',
+        code: -32602, id: 8, what: 'arguments not an object' },
+      { line: '{"jsonrpc":"2.0","id":9,"method":"tools/call","params":[1]}', code: -32602, id: 9,
+        what: 'params not an object' },
     ];
     for (const k of cases) {
       const from = c.messages.length;
@@ -130,7 +135,9 @@ describe('sandrun mcp: raw JSON-RPC over stdio', () => {
     });
 
     test('server/discover', async () => {
-      const r = await c.request({ jsonrpc: '2.0', id: 1, method: 'server/discover', params: { _meta: meta() } });
+      const r = await c.request({
+        jsonrpc: '2.0', id: 1, method: 'server/discover', params: { _meta: meta() },
+      });
       assert.equal(r.result?.resultType, 'complete', show(r));
       assert.ok(r.result.supportedVersions?.includes(MODERN), show(r));
       assert.ok(r.result.capabilities?.tools, show(r));
@@ -153,15 +160,19 @@ describe('sandrun mcp: raw JSON-RPC over stdio', () => {
       }, { timeoutMs: 60000 });
       assert.equal(r.result?.resultType, 'complete', show(r));
       assert.equal(r.result.structuredContent?.status, 'completed', show(r));
-      assert.equal(r.result.structuredContent.output, 'modern\n', show(r));
+      assert.equal(r.result.structuredContent.output.trimEnd(), 'modern', show(r));
     });
 
     test('an unsupported version gets -32022 with the supported ones', async () => {
-      const r = await c.request({ jsonrpc: '2.0', id: 4, method: 'tools/list', params: { _meta: meta('1900-01-01') } });
+      const r = await c.request({
+        jsonrpc: '2.0', id: 4, method: 'tools/list', params: { _meta: meta('1900-01-01') },
+      });
       assertError(r, -32022, 4, 'unsupported version');
       assert.ok(r.error.data?.supported?.includes(MODERN), show(r));
       assert.equal(r.error.data.requested, '1900-01-01', show(r));
-      const again = await c.request({ jsonrpc: '2.0', id: 5, method: 'server/discover', params: { _meta: meta() } });
+      const again = await c.request({
+        jsonrpc: '2.0', id: 5, method: 'server/discover', params: { _meta: meta() },
+      });
       assert.equal(again.result?.resultType, 'complete', show(again));
     });
 

@@ -60,7 +60,7 @@ async function yieldThenKill(client) {
   assert.ok(!killed.isError, show(killed));
   await waitFor(`no sleep ${marker} left`, async () => {
     const ps = await exec({ command: `ps -o args | grep -c '[s]leep ${marker}' || true` });
-    return ps.structuredContent.output === '0\n';
+    return Number(ps.structuredContent.output.trim()) === 0;
   }, { timeoutMs: 10000, intervalMs: 250 });
 }
 
