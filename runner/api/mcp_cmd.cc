@@ -98,8 +98,7 @@ class Bridge : public Handler {
  public:
   Bridge(std::string socket, GlobalOptions global)
       : socket_(std::move(socket)), global_(std::move(global)) {}
-  void Request(const std::string& line, const McpMessage& m, Worker& worker,
-               Output& out) override {
+  void Request(const std::string& line, const McpMessage& m, Worker& worker, Output& out) override {
     auto reply = PostMcpToServer(socket_, line, global_, &worker.stop,
                                  [&](const std::string& type, const std::string& data) {
                                    if (type == "message") (void)out.Write(data);
@@ -117,9 +116,9 @@ class Bridge : public Handler {
       (void)out.Write(reply->body);
       return;
     }
-    (void)out.Write(McpErrorJson(m.id_json, kJsonRpcInternalError,
-                                 "the sandrun server refused (HTTP " +
-                                     std::to_string(reply->status) + "): " + reply->body));
+    (void)out.Write(McpErrorJson(
+        m.id_json, kJsonRpcInternalError,
+        "the sandrun server refused (HTTP " + std::to_string(reply->status) + "): " + reply->body));
   }
   void Notification(const std::string& line, const McpMessage&) override {
     (void)PostMcpToServer(socket_, line, global_, nullptr,
@@ -195,9 +194,9 @@ int RunMcpCommand(const GlobalOptions& global) {
     }
     reap();
     if (workers.size() >= kMaxInFlight) {
-      (void)out.Write(McpErrorJson(m.id_json, kJsonRpcInternalError,
-                                   "too many requests in flight (" +
-                                       std::to_string(kMaxInFlight) + "); retry later"));
+      (void)out.Write(McpErrorJson(
+          m.id_json, kJsonRpcInternalError,
+          "too many requests in flight (" + std::to_string(kMaxInFlight) + "); retry later"));
       return;
     }
     Worker& w = workers.emplace_back();
@@ -211,6 +210,7 @@ int RunMcpCommand(const GlobalOptions& global) {
   // Lines as they come; one longer than a message may be is skipped to its end and answered.
   std::string pending;
   bool skipping = false;
+  bool stopped = false;  // a signal, or stdout is gone: what is in flight is cancelled
   char buf[65536];
   while (!out.broken()) {
     pollfd fds[2] = {{STDIN_FILENO, POLLIN, 0}, {signals, POLLIN, 0}};
@@ -218,7 +218,10 @@ int RunMcpCommand(const GlobalOptions& global) {
     if (ready < 0 && errno == EINTR) continue;
     if (ready < 0) break;
     reap();
-    if (signals >= 0 && (fds[1].revents & POLLIN) != 0) break;
+    if (signals >= 0 && (fds[1].revents & POLLIN) != 0) {
+      stopped = true;
+      break;
+    }
     if (fds[0].revents == 0) continue;
     ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
@@ -236,9 +239,9 @@ int RunMcpCommand(const GlobalOptions& global) {
       chunk.remove_prefix(nl + 1);
       if (skipping) {
         skipping = false;
-        (void)out.Write(McpErrorJson("null", kJsonRpcInvalidRequest,
-                                     "message is larger than " +
-                                         std::to_string(kMcpMaxMessageBytes) + " bytes"));
+        (void)out.Write(McpErrorJson(
+            "null", kJsonRpcInvalidRequest,
+            "message is larger than " + std::to_string(kMcpMaxMessageBytes) + " bytes"));
         continue;
       }
       std::string line = std::move(pending);
@@ -248,10 +251,14 @@ int RunMcpCommand(const GlobalOptions& global) {
       dispatch(line);
     }
   }
-  // Whatever is in flight is cancelled (its command killed) and answered no more.
-  for (Worker& w : workers) {
-    w.stop = true;
-    w.cancel.Cancel();
+  // stdin's end (the client's shutdown, stdio.mdx): what is in flight is answered first (a
+  // client that will not wait sends SIGTERM). A signal or a gone client: it is cancelled (its
+  // command killed) and answered no more.
+  if (stopped || out.broken()) {
+    for (Worker& w : workers) {
+      w.stop = true;
+      w.cancel.Cancel();
+    }
   }
   for (Worker& w : workers) w.thread.join();
   workers.clear();

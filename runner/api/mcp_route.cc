@@ -117,9 +117,9 @@ HttpReply McpHttpReply(const HttpRequestInfo& r, const Principal& who, McpServer
                        const config::McpSettings& settings, const McpStreamSlots& slots) {
   if (auto origin = r.headers.find("origin");
       origin != r.headers.end() && !McpOriginAllowed(origin->second, settings.allowed_origins)) {
-    return JsonRpcReply(403, McpErrorJson("null", kJsonRpcInvalidRequest,
-                                          "Origin " + origin->second +
-                                              " is not allowed (mcp.allowedOrigins)"));
+    return JsonRpcReply(
+        403, McpErrorJson("null", kJsonRpcInvalidRequest,
+                          "Origin " + origin->second + " is not allowed (mcp.allowedOrigins)"));
   }
   if (Lower(Header(r, "content-type")).find("application/json") == std::string::npos) {
     return JsonRpcReply(415, McpErrorJson("null", kJsonRpcInvalidRequest,
@@ -136,9 +136,9 @@ HttpReply McpHttpReply(const HttpRequestInfo& r, const Principal& who, McpServer
              !version.empty() && version != kMcpModernVersion &&
              std::find(kMcpLegacyVersions.begin(), kMcpLegacyVersions.end(), version) ==
                  kMcpLegacyVersions.end()) {
-    return JsonRpcReply(400, McpErrorJson(m.id_json.empty() ? "null" : m.id_json,
-                                          kMcpUnsupportedVersion,
-                                          "Unsupported protocol version " + version));
+    return JsonRpcReply(400,
+                        McpErrorJson(m.id_json.empty() ? "null" : m.id_json, kMcpUnsupportedVersion,
+                                     "Unsupported protocol version " + version));
   }
   if (!m.request) {
     (void)mcp.Handle(m, who, nullptr, nullptr);
@@ -147,14 +147,14 @@ HttpReply McpHttpReply(const HttpRequestInfo& r, const Principal& who, McpServer
   if (m.method != "tools/call" || !AcceptsEventStream(r)) {
     PeerWatch peer(r);
     McpReply reply = mcp.Handle(m, who, nullptr, &peer.gone());
-    if (reply.kind != McpReply::Kind::kResponse) return HttpReply{202, "application/json", "", {}, nullptr};
+    if (reply.kind != McpReply::Kind::kResponse)
+      return HttpReply{202, "application/json", "", {}, nullptr};
     return JsonRpcReply(reply.http_status, reply.json);
   }
   if (slots.take && !slots.take()) {
-    return JsonRpcReply(
-        429, McpErrorJson(m.id_json, kJsonRpcInternalError,
-                          "too many calls held open by this tenant (an eighth of "
-                          "server.maxConnections); nothing was run"));
+    return JsonRpcReply(429, McpErrorJson(m.id_json, kJsonRpcInternalError,
+                                          "too many calls held open by this tenant (an eighth of "
+                                          "server.maxConnections); nothing was run"));
   }
   HttpReply stream;
   stream.stream = [r, who, m, &mcp, slots](const EventWriter& write) {

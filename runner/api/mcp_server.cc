@@ -60,10 +60,9 @@ std::string CapOutput(std::string_view head_source, std::string_view tail_source
   const uint64_t shown = head.size() + tail.size();
   const uint64_t omitted = total > shown ? total - shown : 0;
   std::string marker = "\n[... " + std::to_string(omitted) + " bytes omitted";
-  marker += session_id.empty()
-                ? " ...]\n"
-                : ": process log with sessionId " + session_id +
-                      " reads them (offset and limit count lines) ...]\n";
+  marker += session_id.empty() ? " ...]\n"
+                               : ": process log with sessionId " + session_id +
+                                     " reads them (offset and limit count lines) ...]\n";
   return std::string(head) + marker + std::string(tail);
 }
 
@@ -99,7 +98,7 @@ std::string ResultJson(const McpMessage& m, const std::function<void(JsonWriter&
 }
 
 McpReply RpcError(const McpMessage& m, int code, const std::string& message, int http_status = 200,
-               const std::string& data_json = "") {
+                  const std::string& data_json = "") {
   return {McpReply::Kind::kResponse, McpErrorJson(m.id_json, code, message, data_json),
           http_status};
 }
@@ -208,6 +207,22 @@ Structured StructuredFrom(const std::string& reply_json, size_t max_chars,
   JsonWriter w(buffer);
   w.StartObject();
   bool has_session = false, has_truncated = false, truncated = false, cut = false;
+  // Without `aggregated`, the output is a running session's tail, else the result's text (a
+  // process log's lines, a poll's new output, a patch's summary).
+  if (const auto* aggregated = JsonMember(source, "aggregated");
+      aggregated == nullptr || !aggregated->IsString()) {
+    std::string text;
+    if (const auto* tail = JsonMember(source, "tail"); tail != nullptr && tail->IsString()) {
+      text = Str(*tail);
+    } else if (const auto* content = JsonMember(*doc, "content");
+               content != nullptr && content->IsArray() && !content->Empty()) {
+      text = JsonString((*content)[0], "text");
+    }
+    if (!text.empty() || details != nullptr) {
+      w.Key("output");
+      WriteJsonString(w, CapOutput(text, text, text.size(), max_chars, session_id, &cut));
+    }
+  }
   for (const auto& member : source.GetObject()) {
     const std::string key = Str(member.name);
     if (key == "aggregated" && member.value.IsString()) {
@@ -215,9 +230,9 @@ Structured StructuredFrom(const std::string& reply_json, size_t max_chars,
       const uint64_t total = std::max<uint64_t>(
           text.size(), static_cast<uint64_t>(std::max<int64_t>(JsonInt(source, "totalBytes"), 0)));
       w.Key("output");
-      WriteJsonString(w, head.empty() ? CapOutput(text, text, text.size(), max_chars,
-                                                  session_id, &cut)
-                                      : CapOutput(head, text, total, max_chars, session_id, &cut));
+      WriteJsonString(w, head.empty()
+                             ? CapOutput(text, text, text.size(), max_chars, session_id, &cut)
+                             : CapOutput(head, text, total, max_chars, session_id, &cut));
       continue;
     }
     if (key == "truncated") {
@@ -247,8 +262,7 @@ std::optional<std::string> WireCall(const std::string& tool, const rapidjson::Va
     call.CopyFrom(*args, call.GetAllocator());
   }
   call.RemoveMember("tool");
-  call.AddMember("tool", rapidjson::Value(tool.c_str(), call.GetAllocator()),
-                 call.GetAllocator());
+  call.AddMember("tool", rapidjson::Value(tool.c_str(), call.GetAllocator()), call.GetAllocator());
   return ToJson(call);
 }
 
@@ -289,8 +303,8 @@ std::variant<McpMessage, McpReply> ParseMcpMessage(std::string_view text) {
     return McpReply{McpReply::Kind::kResponse, McpErrorJson(id, code, message), 400};
   };
   if (text.size() > kMcpMaxMessageBytes) {
-    return invalid(kJsonRpcInvalidRequest, "message is larger than " +
-                                               std::to_string(kMcpMaxMessageBytes) + " bytes");
+    return invalid(kJsonRpcInvalidRequest,
+                   "message is larger than " + std::to_string(kMcpMaxMessageBytes) + " bytes");
   }
   JsonParseOptions options;
   options.source_name = "message";
@@ -351,8 +365,8 @@ std::variant<McpMessage, McpReply> ParseMcpMessage(std::string_view text) {
 }
 
 struct McpServer::InFlight {
-  CancelToken cancel;                        // set by notifications/cancelled or CancelAll
-  const CancelToken* transport = nullptr;    // the transport's own (a closed stream)
+  CancelToken cancel;                      // set by notifications/cancelled or CancelAll
+  const CancelToken* transport = nullptr;  // the transport's own (a closed stream)
   bool cancelled() const {
     return cancel.cancelled() || (transport != nullptr && transport->cancelled());
   }
@@ -417,14 +431,15 @@ McpReply McpServer::Dispatch(const McpMessage& m, const Principal& who, const No
     WriteJsonField(w, "requested", requested);
     w.EndObject();
     return RpcError(m, kMcpUnsupportedVersion, "Unsupported protocol version", 400,
-                 data.GetString());
+                    data.GetString());
   }
   const auto* params = JsonMember(*m.doc, "params");
   if (m.method == "initialize") {
     // The legacy handshake (2025-11-25 basic/lifecycle.mdx): the client's version when it is
     // one of ours, else our newest legacy one (the client then decides).
     std::string asked = params != nullptr ? JsonString(*params, "protocolVersion") : "";
-    if (asked.empty()) return RpcError(m, kJsonRpcInvalidParams, "initialize needs protocolVersion");
+    if (asked.empty())
+      return RpcError(m, kJsonRpcInvalidParams, "initialize needs protocolVersion");
     const bool known = std::find(kMcpLegacyVersions.begin(), kMcpLegacyVersions.end(), asked) !=
                        kMcpLegacyVersions.end();
     const std::string version = known ? asked : kMcpLegacyVersions.front();
@@ -479,7 +494,7 @@ McpReply McpServer::Dispatch(const McpMessage& m, const Principal& who, const No
   }
   if (m.method == "tools/call") return CallTool(m, who, notify, flight);
   return RpcError(m, kJsonRpcMethodNotFound, "Method not found: " + m.method,
-               m.protocol_version.empty() ? 200 : 404);
+                  m.protocol_version.empty() ? 200 : 404);
 }
 
 McpReply McpServer::CallTool(const McpMessage& m, const Principal& who, const Notify& notify,
@@ -492,7 +507,7 @@ McpReply McpServer::CallTool(const McpMessage& m, const Principal& who, const No
   const wire::ToolSpec* spec = wire::FindToolSpec(Str(*name));
   if (spec == nullptr) {
     return RpcError(m, kJsonRpcInvalidParams,
-                 "Unknown tool: " + Str(*name) + " (exec, process, apply_patch, policy_check)");
+                    "Unknown tool: " + Str(*name) + " (exec, process, apply_patch, policy_check)");
   }
   const rapidjson::Value* args = JsonMember(*params, "arguments");
   if (args != nullptr && !args->IsNull() && !args->IsObject()) {
@@ -509,7 +524,8 @@ McpReply McpServer::CallTool(const McpMessage& m, const Principal& who, const No
     if (cancelled) return {McpReply::Kind::kCancelled, "", 200};
     return {McpReply::Kind::kResponse, ToolResultJson(m, structured, is_error)};
   }
-  const std::optional<std::string> body = WireCall(tool, args);
+  // policy_check takes an exec call (POST /v1/policy/check): it decides it, runs nothing.
+  const std::optional<std::string> body = WireCall(tool == "policy_check" ? "exec" : tool, args);
   RuntimeReply reply = tool == "process"       ? runtime_.Process(who, *body)
                        : tool == "apply_patch" ? runtime_.ApplyPatch(who, *body)
                                                : runtime_.PolicyCheck(who, *body);
@@ -538,7 +554,9 @@ std::string McpServer::ExecResult(const rapidjson::Value* args, const Principal&
   } else if (!request.background) {
     request.yield_ms = std::min(request.yield_ms.value_or(block_ms), block_ms);
   }
-  if (settings.wait_for_approval) request.wait = true;
+  // Waiting needs an operator to wait for: the server's broker (HTTP, and stdio through the
+  // bridge). In-process, askFallback decides, as for the one-shot CLI.
+  if (settings.wait_for_approval && transport_ == "http") request.wait = true;
 
   // The caller's cancel as one token; the approval wait also ends at the block limit.
   CancelToken caller_gone, approval_over;

@@ -55,8 +55,8 @@ inline constexpr int kJsonRpcInvalidRequest = -32600;
 inline constexpr int kJsonRpcMethodNotFound = -32601;
 inline constexpr int kJsonRpcInvalidParams = -32602;
 inline constexpr int kJsonRpcInternalError = -32603;
-inline constexpr int kMcpHeaderMismatch = -32020;          // Streamable HTTP, 2026-07-28
-inline constexpr int kMcpUnsupportedVersion = -32022;      // UnsupportedProtocolVersionError
+inline constexpr int kMcpHeaderMismatch = -32020;      // Streamable HTTP, 2026-07-28
+inline constexpr int kMcpUnsupportedVersion = -32022;  // UnsupportedProtocolVersionError
 
 // One incoming message, checked as JSON-RPC 2.0.
 struct McpMessage {
@@ -65,8 +65,8 @@ struct McpMessage {
   bool client_response = false;  // a response from the client (we send no requests: ignored)
   std::string id_json;           // the id as JSON text ("7", "\"a\"")
   std::string method;
-  std::string protocol_version;  // _meta's: the modern era; "" for a legacy message
-  std::string name;              // tools/call params.name ("" when absent or not a string)
+  std::string protocol_version;     // _meta's: the modern era; "" for a legacy message
+  std::string name;                 // tools/call params.name ("" when absent or not a string)
   std::string progress_token_json;  // params._meta.progressToken as JSON text, "" when none
 };
 
