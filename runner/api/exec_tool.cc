@@ -226,6 +226,14 @@ ExecToolResult RunLoadedCall(std::unique_ptr<LoadedCall> call, const policy::Cal
       if (!request.wait) return result;
       if (services.on_wait) services.on_wait(result);
       ApprovalBroker::Handoff h = services.approvals->Await(registered.id, cancel);
+      if (!h.resolved && services.watch != nullptr && services.watch->cancel != nullptr &&
+          services.watch->cancel->cancelled()) {
+        // An MCP caller cancelled the call: it is withdrawn, never to run behind its back (a
+        // call that stopped waiting at its deadline stays pending: it was told the id).
+        (void)services.approvals->Decide(registered.id, "deny", services.tenant,
+                                         "the caller (cancelled)");
+        return Refused("cancelled", "exec cancelled by the caller while it waited for approval");
+      }
       if (!h.resolved) return result;  // the caller went away or the server stops: still pending
       if (!h.approved) return Refused("denied", h.text);
       plan.command = h.command;

@@ -7,6 +7,9 @@
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
 #include <list>
 #include <map>
 #include <memory>
@@ -26,32 +29,83 @@ namespace {
 // the server cannot make it start threads without end).
 constexpr size_t kMaxInFlight = 64;
 
-// stdout: one message a line, whole lines only, from any thread.
+// stdout: one message a line, whole lines only, from any thread, written by a thread of its own
+// so that nobody else ever blocks on a client that does not read: a worker queues its message and
+// goes on (a progress notification is dropped when the client is behind), and a client that lets
+// kMaxQueuedBytes pile up is taken for gone.
 class Output {
  public:
-  bool Write(const std::string& json) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (broken_) return false;
-    std::string line = json + "\n";
-    for (std::string_view rest(line); !rest.empty();) {
-      ssize_t n = ::write(STDOUT_FILENO, rest.data(), rest.size());
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        broken_ = true;  // the client is gone: the reader ends the server
-        return false;
-      }
-      rest.remove_prefix(static_cast<size_t>(n));
+  static constexpr size_t kDropProgressAbove = 1u << 20;
+  static constexpr size_t kMaxQueuedBytes = 64u << 20;
+
+  Output() : state_(std::make_shared<State>()) {
+    std::thread([state = state_] { Run(*state); }).detach();
+  }
+  ~Output() { Finish(0); }
+  Output(const Output&) = delete;
+  Output& operator=(const Output&) = delete;
+
+  // Queues one message; false once the client is gone. `droppable`: a notification that may be
+  // left out when the client is behind.
+  bool Write(const std::string& json, bool droppable = false) {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    if (state_->broken.load()) return false;
+    if (droppable && state_->queued > kDropProgressAbove) return true;
+    if (state_->queued > kMaxQueuedBytes) {
+      state_->broken = true;
+      return false;
     }
+    state_->queue.push_back(json + "\n");
+    state_->queued += json.size() + 1;
+    state_->cv.notify_all();
     return true;
   }
-  bool broken() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return broken_;
+  bool broken() const { return state_->broken.load(); }
+  // Lets the writer empty its queue for up to `wait_ms`, then stops it (one stuck in a write
+  // to a client that reads no more is left to the process's end).
+  void Finish(int wait_ms) {
+    std::unique_lock<std::mutex> lock(state_->mu);
+    state_->cv.wait_for(lock, std::chrono::milliseconds(wait_ms),
+                        [&] { return state_->queue.empty() || state_->broken.load(); });
+    state_->stop = true;
+    state_->cv.notify_all();
   }
 
  private:
-  std::mutex mu_;
-  bool broken_ = false;
+  struct State {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::deque<std::string> queue;
+    size_t queued = 0;
+    bool stop = false;
+    std::atomic<bool> broken{false};
+  };
+  static void Run(State& state) {
+    for (;;) {
+      std::string line;
+      {
+        std::unique_lock<std::mutex> lock(state.mu);
+        state.cv.wait(lock, [&] { return state.stop || !state.queue.empty(); });
+        if (state.queue.empty()) return;  // stopped
+        line = std::move(state.queue.front());
+        state.queue.pop_front();
+        state.queued -= line.size();
+      }
+      for (std::string_view rest(line); !rest.empty();) {
+        ssize_t n = ::write(STDOUT_FILENO, rest.data(), rest.size());
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+          state.broken = true;  // the client is gone: the reader ends the server
+          break;
+        }
+        rest.remove_prefix(static_cast<size_t>(n));
+      }
+      std::lock_guard<std::mutex> lock(state.mu);
+      state.cv.notify_all();  // Finish waits for an empty queue
+      if (state.broken.load()) return;
+    }
+  }
+  std::shared_ptr<State> state_;
 };
 
 // One request being handled on a thread of its own.
@@ -81,7 +135,8 @@ class InProcess : public Handler {
   ~InProcess() override { runtime_->Shutdown(); }
   void Request(const std::string&, const McpMessage& m, Worker& worker, Output& out) override {
     McpReply reply = mcp_.Handle(
-        m, who_, [&](const std::string& json) { return out.Write(json); }, &worker.cancel);
+        m, who_, [&](const std::string& json) { return out.Write(json, /*droppable=*/true); },
+        &worker.cancel);
     if (reply.kind == McpReply::Kind::kResponse) (void)out.Write(reply.json);
   }
   void Notification(const std::string&, const McpMessage& m) override {
@@ -99,18 +154,34 @@ class Bridge : public Handler {
   Bridge(std::string socket, GlobalOptions global)
       : socket_(std::move(socket)), global_(std::move(global)) {}
   void Request(const std::string& line, const McpMessage& m, Worker& worker, Output& out) override {
+    bool answered = false;
     auto reply = PostMcpToServer(socket_, line, global_, &worker.stop,
                                  [&](const std::string& type, const std::string& data) {
-                                   if (type == "message") (void)out.Write(data);
+                                   if (type != "message") return !worker.stop.load();
+                                   auto doc = ParseJson(data);
+                                   // The response ends the request; notifications come before.
+                                   if (doc && doc->IsObject() && doc->HasMember("id")) {
+                                     answered = true;
+                                   }
+                                   (void)out.Write(data, !answered);
                                    return !worker.stop.load();
                                  });
-    if (worker.stop.load()) return;  // cancelled: nothing more for this request
+    if (worker.stop.load()) return;  // cancelled by our client: nothing more for this request
     if (!reply) {
       (void)out.Write(McpErrorJson(m.id_json, kJsonRpcInternalError,
                                    "the sandrun server went away: " + reply.error().ToString()));
       return;
     }
-    if (reply->stream || reply->status == 202 || reply->body.empty()) return;
+    if (reply->stream) {
+      // A stream that ended without its response (the server stopped): the client must not
+      // wait for ever.
+      if (!answered) {
+        (void)out.Write(McpErrorJson(m.id_json, kJsonRpcInternalError,
+                                     "the sandrun server ended the call without an answer"));
+      }
+      return;
+    }
+    if (reply->status == 202 || reply->body.empty()) return;
     auto doc = ParseJson(reply->body);
     if (doc && doc->IsObject() && doc->HasMember("jsonrpc")) {
       (void)out.Write(reply->body);
@@ -120,7 +191,10 @@ class Bridge : public Handler {
         m.id_json, kJsonRpcInternalError,
         "the sandrun server refused (HTTP " + std::to_string(reply->status) + "): " + reply->body));
   }
-  void Notification(const std::string& line, const McpMessage&) override {
+  void Notification(const std::string& line, const McpMessage& m) override {
+    // A cancel is this client's own: its request's connection is closed (the server's cancel),
+    // never forwarded (the server would match it against every local client's ids).
+    if (m.method == "notifications/cancelled") return;
     (void)PostMcpToServer(socket_, line, global_, nullptr,
                           [](const std::string&, const std::string&) { return true; });
   }
@@ -262,6 +336,7 @@ int RunMcpCommand(const GlobalOptions& global) {
   }
   for (Worker& w : workers) w.thread.join();
   workers.clear();
+  out.Finish(2000);
   handler.reset();  // in-process: every session still running is killed
   if (signals >= 0) ::close(signals);
   return kExitOk;

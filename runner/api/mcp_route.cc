@@ -114,7 +114,7 @@ bool McpOriginAllowed(const std::string& origin, const std::vector<std::string>&
 }
 
 HttpReply McpHttpReply(const HttpRequestInfo& r, const Principal& who, McpServer& mcp,
-                       const config::McpSettings& settings, const McpStreamSlots& slots) {
+                       const config::McpSettings& settings, const McpSlot& slot) {
   if (auto origin = r.headers.find("origin");
       origin != r.headers.end() && !McpOriginAllowed(origin->second, settings.allowed_origins)) {
     return JsonRpcReply(
@@ -144,25 +144,31 @@ HttpReply McpHttpReply(const HttpRequestInfo& r, const Principal& who, McpServer
     (void)mcp.Handle(m, who, nullptr, nullptr);
     return HttpReply{202, "application/json", "", {}, nullptr};
   }
+  // A tool call may run for up to mcp.maxBlockMs: it holds one of its tenant's slots.
+  std::shared_ptr<void> held;
+  if (m.method == "tools/call" && slot) {
+    held = slot();
+    if (!held) {
+      return JsonRpcReply(429, McpErrorJson(m.id_json, kJsonRpcInternalError,
+                                            "too many calls in progress for this tenant (an "
+                                            "eighth of server.maxConnections); nothing was run"));
+    }
+  }
   if (m.method != "tools/call" || !AcceptsEventStream(r)) {
     PeerWatch peer(r);
     McpReply reply = mcp.Handle(m, who, nullptr, &peer.gone());
-    if (reply.kind != McpReply::Kind::kResponse)
+    if (reply.kind != McpReply::Kind::kResponse) {
       return HttpReply{202, "application/json", "", {}, nullptr};
+    }
     return JsonRpcReply(reply.http_status, reply.json);
   }
-  if (slots.take && !slots.take()) {
-    return JsonRpcReply(429, McpErrorJson(m.id_json, kJsonRpcInternalError,
-                                          "too many calls held open by this tenant (an eighth of "
-                                          "server.maxConnections); nothing was run"));
-  }
   HttpReply stream;
-  stream.stream = [r, who, m, &mcp, slots](const EventWriter& write) {
+  // `held` goes with the reply: the slot is back once the stream ended or never started.
+  stream.stream = [r, who, m, &mcp, held](const EventWriter& write) {
     PeerWatch peer(r);
     McpServer::Notify notify = [&](const std::string& json) { return write("message", json, 0); };
     McpReply reply = mcp.Handle(m, who, notify, &peer.gone());
     if (reply.kind == McpReply::Kind::kResponse) (void)write("message", reply.json, 0);
-    if (slots.give) slots.give();
   };
   return stream;
 }

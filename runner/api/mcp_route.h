@@ -18,21 +18,21 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 
 #include "runner/api/http_server.h"
 #include "runner/api/mcp_server.h"
 
 namespace sandrun::api {
 
-// A held connection's slot (the tenant's share of server.maxConnections): `take` before a
-// stream that may last (false: refused with 429), `give` when it ends. Empty: not counted.
-struct McpStreamSlots {
-  std::function<bool()> take;
-  std::function<void()> give;
-};
+// A held connection's slot (the tenant's share of server.maxConnections) for a tools/call, which
+// may last up to mcp.maxBlockMs: null when the tenant holds them all (429, nothing runs); the
+// slot is given back when the returned object goes (with the reply, whether or not it was
+// written).
+using McpSlot = std::function<std::shared_ptr<void>()>;
 
 HttpReply McpHttpReply(const HttpRequestInfo& r, const Principal& who, McpServer& mcp,
-                       const config::McpSettings& settings, const McpStreamSlots& slots);
+                       const config::McpSettings& settings, const McpSlot& slot);
 
 // Whether `origin` (an Origin header's value) may call: a loopback one or one of `allowed`.
 bool McpOriginAllowed(const std::string& origin, const std::vector<std::string>& allowed);

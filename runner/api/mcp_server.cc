@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <set>
 #include <thread>
 
 #include "runner/api/tool_call.h"
@@ -273,6 +274,28 @@ std::string CallerKey(const Principal& who, const std::string& id_json) {
          std::to_string(who.uid) + '\n' + id_json;
 }
 
+// Whether an object anywhere in `v` names a member twice (the first one in *key). Depth is
+// bounded by the parser (kMaxJsonDepth).
+bool HasDuplicateKey(const rapidjson::Value& v, std::string* key) {
+  if (v.IsArray()) {
+    for (const auto& item : v.GetArray()) {
+      if (HasDuplicateKey(item, key)) return true;
+    }
+    return false;
+  }
+  if (!v.IsObject()) return false;
+  std::set<std::string_view> seen;
+  for (const auto& m : v.GetObject()) {
+    std::string_view name(m.name.GetString(), m.name.GetStringLength());
+    if (!seen.insert(name).second) {
+      *key = std::string(name);
+      return true;
+    }
+    if (HasDuplicateKey(m.value, key)) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 std::string McpErrorJson(const std::string& id_json, int code, const std::string& message,
@@ -308,8 +331,14 @@ std::variant<McpMessage, McpReply> ParseMcpMessage(std::string_view text) {
   }
   JsonParseOptions options;
   options.source_name = "message";
+  options.validate_utf8 = true;  // JSON text is UTF-8 (RFC 8259 §8.1); we echo ids and names
   auto parsed = ParseJson(text, options);
   if (!parsed) return invalid(kJsonRpcParseError, "Parse error: " + parsed.error().message);
+  if (std::string key; HasDuplicateKey(*parsed, &key)) {
+    // One reader's first member and another's last would disagree (a gateway routing on
+    // Mcp-Method, a client's own view of its id): such a message has no one meaning.
+    return invalid(kJsonRpcInvalidRequest, "duplicate member \"" + key + "\"");
+  }
   McpMessage m;
   m.doc = std::make_shared<rapidjson::Document>(std::move(*parsed));
   const rapidjson::Value& doc = *m.doc;

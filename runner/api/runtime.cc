@@ -78,17 +78,33 @@ R QuotaResult(const QuotaRefusal& over) {
 }
 
 // Private session dirs (<state_dir>/mcp/<pid>) of in-process MCP servers that died without
-// their Shutdown (SIGKILL): their sessions were killed with them (die-with-runner) or are out of
-// anyone's reach; the directories go.
-void PruneDeadPrivateDirs(const std::string& root) {
+// their Shutdown (SIGKILL): their host commands died with them (die-with-runner), but their
+// sandbox commands run on in their containers. Each dir's sessions are recovered (re-adopted
+// through the executors) and killed, then the dir goes.
+void ReapDeadPrivateDirs(const std::string& root, const sessions::Options& base) {
   std::error_code ec;
+  std::vector<std::filesystem::path> dead;
   for (const auto& entry : std::filesystem::directory_iterator(root, ec)) {
     const std::string name = entry.path().filename().string();
-    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (name.empty() || name.size() > 9 ||
+        name.find_first_not_of("0123456789") != std::string::npos) {
+      continue;
+    }
     const pid_t pid = static_cast<pid_t>(std::stol(name));
     if (pid == ::getpid() || ::kill(pid, 0) == 0 || errno == EPERM) continue;
+    dead.push_back(entry.path());
+  }
+  for (const auto& dir : dead) {
+    {
+      sessions::Options options = base;
+      options.state_dir = dir.string();
+      sessions::SessionManager orphans(options);
+      if (auto recovered = orphans.Recover(); !recovered) {
+        PrintWarning("mcp: cannot recover " + dir.string() + ": " + recovered.error().ToString());
+      }
+    }  // destroyed: every re-adopted session is killed
     std::error_code ignored;
-    std::filesystem::remove_all(entry.path(), ignored);
+    std::filesystem::remove_all(dir, ignored);
   }
 }
 
@@ -314,7 +330,6 @@ Result<std::unique_ptr<Runtime>> Runtime::Start(const GlobalOptions& global, Opt
       return Error(ErrorCode::kIo, "cannot create " + impl->sessions_root + ": " +
                                        (ec ? ec.message() : std::strerror(errno)));
     }
-    PruneDeadPrivateDirs(impl->state_dir + "/mcp");
   }
   // Before the sessions are recovered: a re-adopted session's exit is an event with its id.
   SANDRUN_ASSIGN_OR_RETURN(impl->events, EventHub::Open(impl->sessions_root + "/events"));
@@ -335,6 +350,7 @@ Result<std::unique_ptr<Runtime>> Runtime::Start(const GlobalOptions& global, Opt
   session_options.executor_for = [self](exec::ProcessKind kind) {
     return self->executors.ForKind(kind);
   };
+  if (options.private_sessions) ReapDeadPrivateDirs(impl->state_dir + "/mcp", session_options);
   impl->manager = std::make_unique<sessions::SessionManager>(session_options);
   impl->manager->SetEventSink([self](const sessions::Event& e) {
     self->events->Publish(e.scope.tenant, sessions::Event::TypeName(e.type), e.ToJson());

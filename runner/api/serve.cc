@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -61,9 +62,12 @@ TenantFilter FilterFor(const HttpRequestInfo& r, const Principal& who) {
   return TenantFilter::Tenant(who.tenant);
 }
 
-// Event streams held open per tenant of token callers: a stream holds a connection slot for as
-// long as its client likes, so one tenant may hold at most an eighth of server.maxConnections
-// with them and can never lock the others out (the local socket's owner is not counted).
+// Connections held per tenant of token callers: an event stream holds its connection for as long
+// as its client likes, and a tool call for as long as it runs (an exec's yield window, a wait for
+// an approval, an MCP call up to mcp.maxBlockMs). One tenant may hold at most an eighth of
+// server.maxConnections with them and can never lock the others out (the local socket's owner is
+// not counted). Hold() gives a slot back when its last holder goes, whatever became of the
+// request (a reply never written, a stream never started).
 class StreamSlots {
  public:
   explicit StreamSlots(size_t max_connections)
@@ -79,6 +83,23 @@ class StreamSlots {
   void Give(const std::string& tenant) {
     std::lock_guard<std::mutex> lock(mu_);
     if (--open_[tenant] == 0) open_.erase(tenant);
+  }
+  // A slot for `who` (null when its tenant holds them all); a local caller's (no token) is not
+  // counted and never refused.
+  std::shared_ptr<void> Hold(const Principal& who) {
+    if (who.token_name.empty()) return std::make_shared<int>(0);
+    if (!Take(who.tenant)) return nullptr;
+    return std::shared_ptr<void>(nullptr, [this, tenant = who.tenant](void*) { Give(tenant); });
+  }
+  // The 429 for a caller whose tenant holds every slot: nothing was run.
+  RuntimeReply Busy(const Principal& who) const {
+    return {
+        429,
+        RenderToolError("quota-exceeded", "tenant \"" + who.tenant + "\" already holds " +
+                                              std::to_string(per_tenant_) +
+                                              " calls in progress and event streams (an eighth of "
+                                              "server.maxConnections); nothing was run"),
+        1};
   }
 
  private:
@@ -197,42 +218,23 @@ int RunServeCommand(const GlobalOptions& global, const ServeOptions& options) {
         return HttpReply{
             200, "text/plain; version=0.0.4", runtime.MetricsText(FilterFor(r, who)), {}, nullptr};
       }));
-  server.Route(
-      "POST", "/v1/tools/exec", As(auth, [&](const HttpRequestInfo& r, const Principal& who) {
-        if (r.body.find("\"wait\"") == std::string::npos) {
-          return Reply(runtime.Exec(who, r.body));
-        }
-        // A call that may wait for its approval holds its connection for as long: a
-        // token caller's waits share the tenant's held-connection slots with its event
-        // streams, and a wait ends when its client goes away (the approval stays).
-        const bool counted = !who.token_name.empty();
-        if (counted && !streams.Take(who.tenant)) {
-          RuntimeReply busy{429,
-                            RenderToolError("quota-exceeded",
-                                            "tenant \"" + who.tenant + "\" already holds " +
-                                                std::to_string(streams.per_tenant()) +
-                                                " waiting calls and event streams (an eighth of "
-                                                "server.maxConnections); nothing was run"),
-                            1};
-          return Reply(busy);
-        }
-        RuntimeReply reply;
-        {
-          PeerWatch peer(r);
-          reply = runtime.Exec(who, r.body, &peer.gone());
-        }
-        if (counted) streams.Give(who.tenant);
-        return Reply(reply);
-      }));
+  server.Route("POST", "/v1/tools/exec",
+               As(auth, [&](const HttpRequestInfo& r, const Principal& who) {
+                 // Every call may hold its connection for a while (its yield window, a wait for its
+                 // approval): a token caller's share the tenant's slots with its event streams.
+                 std::shared_ptr<void> slot = streams.Hold(who);
+                 if (!slot) return Reply(streams.Busy(who));
+                 if (r.body.find("\"wait\"") == std::string::npos)
+                   return Reply(runtime.Exec(who, r.body));
+                 // A wait ends when its client goes away (the approval stays).
+                 PeerWatch peer(r);
+                 return Reply(runtime.Exec(who, r.body, &peer.gone()));
+               }));
   // MCP's Streamable HTTP transport (mcp_route.h): one McpServer for every caller.
   McpServer mcp(runtime, "http");
   server.Route("POST", "/mcp", As(auth, [&](const HttpRequestInfo& r, const Principal& who) {
-                 McpStreamSlots slots;
-                 if (!who.token_name.empty()) {
-                   slots.take = [&streams, tenant = who.tenant] { return streams.Take(tenant); };
-                   slots.give = [&streams, tenant = who.tenant] { streams.Give(tenant); };
-                 }
-                 return McpHttpReply(r, who, mcp, runtime.McpSettings(), slots);
+                 return McpHttpReply(r, who, mcp, runtime.McpSettings(),
+                                     [&streams, &who] { return streams.Hold(who); });
                }));
   for (const char* method : {"GET", "DELETE"}) {
     // 2026-07-28 streamable-http.mdx: no GET stream and no sessions to delete.

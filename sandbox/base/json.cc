@@ -70,9 +70,12 @@ Result<rapidjson::Document> ParseJson(std::string_view text, const JsonParseOpti
     DepthLimitedHandler handler(target, options.max_depth);
     rapidjson::MemoryStream stream(text.data(), text.size());
     rapidjson::Reader reader;
+    constexpr unsigned kUtf8 = rapidjson::kParseValidateEncodingFlag;
     result = options.allow_comments_and_trailing_commas
-                 ? reader.Parse<kRelaxedFlags>(stream, handler)
-                 : reader.Parse<kStrictFlags>(stream, handler);
+                 ? (options.validate_utf8 ? reader.Parse<kRelaxedFlags | kUtf8>(stream, handler)
+                                          : reader.Parse<kRelaxedFlags>(stream, handler))
+                 : (options.validate_utf8 ? reader.Parse<kStrictFlags | kUtf8>(stream, handler)
+                                          : reader.Parse<kStrictFlags>(stream, handler));
     too_deep = handler.too_deep();
     return !result.IsError();
   };

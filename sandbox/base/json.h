@@ -29,6 +29,7 @@ struct JsonParseOptions {
   bool allow_comments_and_trailing_commas = false;  // config files allow both
   std::string source_name;                          // named in errors, e.g. a file path
   size_t max_depth = kMaxJsonDepth;                 // deeper nesting is an error
+  bool validate_utf8 = false;  // strings must be valid UTF-8 (an error names where one is not)
 };
 
 // Parses `text`; errors say "<source>:<line>:<column>: <reason>". Parsing is iterative (no

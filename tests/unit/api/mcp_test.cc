@@ -139,6 +139,16 @@ TEST(McpParse, MalformedMessagesAreJsonRpcErrors) {
            Row{R"({"jsonrpc":"2.0","id":1,"method":7})", kJsonRpcInvalidRequest},
            Row{R"({"jsonrpc":"2.0","id":1})", kJsonRpcInvalidRequest},
            Row{R"({"jsonrpc":"2.0","id":1,"method":"ping","params":[1]})", kJsonRpcInvalidParams},
+           // One reader's first member is another's last: refused, anywhere in the message.
+           Row{R"({"jsonrpc":"2.0","id":5,"id":6,"method":"ping"})", kJsonRpcInvalidRequest},
+           Row{R"({"jsonrpc":"2.0","id":1,"method":"tools/call",
+                   "params":{"name":"exec","name":"process"}})",
+               kJsonRpcInvalidRequest},
+           Row{R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"exec",
+                   "arguments":{"command":"ls","command":"rm -rf /"}}})",
+               kJsonRpcInvalidRequest},
+           // Not UTF-8: never echoed back into a response.
+           Row{"{\"jsonrpc\":\"2.0\",\"id\":\"\xff\xfe\",\"method\":\"ping\"}", kJsonRpcParseError},
        }) {
     auto parsed = ParseMcpMessage(row.text);
     ASSERT_TRUE(std::holds_alternative<McpReply>(parsed)) << row.text;
@@ -196,8 +206,8 @@ TEST_F(McpTest, ModernEraWithoutInitialize) {
   const std::string meta = R"("_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",
       "io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},
       "io.modelcontextprotocol/clientCapabilities":{}})";
-  auto discover = Ask(R"({"jsonrpc":"2.0","id":1,"method":"server/discover","params":{)" + meta +
-                      "}}");
+  auto discover =
+      Ask(R"({"jsonrpc":"2.0","id":1,"method":"server/discover","params":{)" + meta + "}}");
   const auto& result = discover["result"];
   EXPECT_EQ(JsonString(result, "resultType"), "complete");
   EXPECT_EQ(ToJson(result["supportedVersions"]),
@@ -218,8 +228,8 @@ TEST_F(McpTest, ModernEraWithoutInitialize) {
   EXPECT_EQ(JsonString(unsupported["error"]["data"], "requested"), "1900-01-01");
   EXPECT_EQ(unsupported["error"]["data"]["supported"][0].GetString(), std::string("2026-07-28"));
 
-  auto unknown = Ask(R"({"jsonrpc":"2.0","id":4,"method":"resources/list","params":{)" + meta +
-                     "}}");
+  auto unknown =
+      Ask(R"({"jsonrpc":"2.0","id":4,"method":"resources/list","params":{)" + meta + "}}");
   EXPECT_EQ(ErrorCode(unknown), kJsonRpcMethodNotFound);
   EXPECT_EQ(last_status_, 404);  // streamable-http.mdx: 404 with -32601 in the modern era
 }
@@ -262,8 +272,8 @@ TEST_F(McpTest, BadToolCallsAreProtocolErrorsRefusalsAreResults) {
            R"({"name":"process","arguments":{"action":"list"}})",
            R"({"name":"apply_patch","arguments":{"input":"   "}})",
        }) {
-    auto r = Ask(std::string(R"({"jsonrpc":"2.0","id":5,"method":"tools/call","params":)") +
-                 call + "}");
+    auto r =
+        Ask(std::string(R"({"jsonrpc":"2.0","id":5,"method":"tools/call","params":)") + call + "}");
     ASSERT_TRUE(r.HasMember("result")) << call << ": " << ToJson(r);
     EXPECT_TRUE(JsonBool(r["result"], "isError")) << call;
     const auto& s = r["result"]["structuredContent"];
