@@ -69,10 +69,10 @@ describe('POST /mcp (Streamable HTTP)', { skip }, () => {
     const r = await client.callTool({ name: 'exec', arguments: { command: 'echo hello' } });
     assert.equal(r.structuredContent?.status, 'completed', show(r));
     assert.equal(r.structuredContent.exitCode, 0);
-    assert.equal(r.structuredContent.output, 'hello\n');
+    assert.equal(r.structuredContent.output, 'hello', 'OpenClaw trims the trailing newline');
     assert.equal(r.structuredContent.host, 'sandbox');
     const failed = await client.callTool({ name: 'exec', arguments: { command: 'exit 3' } });
-    assert.equal(failed.structuredContent?.status, 'failed', show(failed));
+    assert.equal(failed.structuredContent?.status, 'completed', show(failed));  // OpenClaw's
     assert.equal(failed.structuredContent.exitCode, 3);
     assert.equal(failed.isError ?? false, false);
     await client.close();

@@ -58,19 +58,25 @@ describe('sandrun mcp (stdio, in-process)', { skip }, () => {
     assert.ok(!r.isError, show(r));
     assert.equal(sc.status, 'completed', show(r));
     assert.equal(sc.exitCode, 0);
-    assert.equal(sc.output, 'hello\n');
+    assert.equal(sc.output, 'hello', 'OpenClaw trims the trailing newline');
     assert.equal(sc.host, 'sandbox');
     assert.equal(typeof sc.durationMs, 'number');
     assert.equal(r.content[0].type, 'text');
     assert.deepEqual(JSON.parse(r.content[0].text), sc, 'content is the JSON text of structuredContent');
   });
 
-  test('a command that exits 3 is a failed run, not a tool error', async () => {
+  test('a command that exits 3 is a result with its exit code, not a tool error', async () => {
+    // OpenClaw's meanings: a normal exit is "completed" whatever its code (with OpenClaw's
+    // "(Command exited with code N)" line); "failed" is a timeout, a signal, 126 or 127.
     const r = await exec({ command: 'echo before; exit 3' });
     assert.equal(r.isError ?? false, false, show(r));
-    assert.equal(r.structuredContent.status, 'failed', show(r));
+    assert.equal(r.structuredContent.status, 'completed', show(r));
     assert.equal(r.structuredContent.exitCode, 3);
-    assert.equal(r.structuredContent.output.trimEnd(), 'before', 'the output is the command\'s own');
+    assert.equal(r.structuredContent.output, 'before\n\n(Command exited with code 3)');
+    const missing = await exec({ command: 'no-such-command-xyz' });
+    assert.equal(missing.structuredContent.status, 'failed', show(missing));
+    assert.equal(missing.structuredContent.exitCode, 127);
+    assert.equal(missing.isError ?? false, false);
   });
 
   test('refusals are tool errors with a code and a message', async () => {
