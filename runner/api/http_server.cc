@@ -94,18 +94,23 @@ HttpReply JsonReply(int status, std::string body) {
 PeerWatch::PeerWatch(const HttpRequestInfo& r) {
   if (!r.peer_gone) return;
   thread_ = std::thread([this, gone = r.peer_gone] {
-    while (!done_.load()) {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!done_) {
       if (gone()) {
         gone_.Cancel();
         return;
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      wake_.wait_for(lock, std::chrono::milliseconds(100));
     }
   });
 }
 
 PeerWatch::~PeerWatch() {
-  done_ = true;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    done_ = true;
+  }
+  wake_.notify_all();
   if (thread_.joinable()) thread_.join();
 }
 

@@ -34,11 +34,13 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -177,7 +179,9 @@ class PeerWatch {
 
  private:
   CancelToken gone_;
-  std::atomic<bool> done_{false};
+  std::mutex mu_;
+  std::condition_variable wake_;  // the destructor's: it never waits out a look's interval
+  bool done_ = false;             // guarded by mu_
   std::thread thread_;
 };
 

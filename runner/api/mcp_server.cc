@@ -4,8 +4,9 @@
 #include <rapidjson/writer.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -598,17 +599,20 @@ std::string McpServer::ExecResult(const rapidjson::Value* args, const Principal&
 
   // The caller's cancel as one token; the approval wait also ends at the block limit.
   CancelToken caller_gone, approval_over;
-  std::atomic<bool> done{false};
+  std::mutex watch_mu;
+  std::condition_variable watch_wake;  // the end of the call wakes the watcher at once
+  bool done = false;                   // guarded by watch_mu
   std::thread watcher([&] {
     const auto deadline = start + std::chrono::milliseconds(block_ms);
-    while (!done.load()) {
+    std::unique_lock<std::mutex> lock(watch_mu);
+    while (!done) {
       if (flight.cancelled()) {
         caller_gone.Cancel();
         approval_over.Cancel();
         return;
       }
       if (std::chrono::steady_clock::now() >= deadline) approval_over.Cancel();
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      watch_wake.wait_for(lock, std::chrono::milliseconds(50));
     }
   });
 
@@ -639,7 +643,11 @@ std::string McpServer::ExecResult(const rapidjson::Value* args, const Principal&
     };
   }
   ExecToolResult result = runtime_.ExecWatched(who, request, watch, &approval_over);
-  done = true;
+  {
+    std::lock_guard<std::mutex> lock(watch_mu);
+    done = true;
+  }
+  watch_wake.notify_all();
   watcher.join();
   if (caller_gone.cancelled()) {
     *cancelled = true;

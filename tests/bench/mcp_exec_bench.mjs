@@ -76,6 +76,23 @@ function callMedian(home) {
   return median(samples);
 }
 
+// Median ms of `docker exec CONTAINER true` (the docker CLI) into the scope's container: the
+// baseline of this run, measured the same way as `sandrun call`.
+function dockerExecMedian(home) {
+  const ps = spawnSync('docker', ['ps', '-q', '--filter', `label=sandrun.instance=${home.instanceId()}`],
+    { encoding: 'utf8' });
+  const container = ps.stdout.trim().split('\n')[0];
+  if (!container) throw new Error('no sandbox container to exec into');
+  const samples = [];
+  for (let i = 0; i < WARMUP + RUNS; i++) {
+    const start = process.hrtime.bigint();
+    const r = spawnSync('docker', ['exec', container, 'true']);
+    if (r.status !== 0) throw new Error(`docker exec: ${r.stderr}`);
+    if (i >= WARMUP) samples.push(Number(process.hrtime.bigint() - start) / 1e6);
+  }
+  return median(samples);
+}
+
 const home = await SandrunHome.create();
 try {
   const inProcess = { mcp: await mcpMedian(home), call: callMedian(home) };
@@ -92,6 +109,10 @@ try {
   console.log(''.padEnd(28) + head.join(''));
   console.log(row('with sandrun serve (bridged)', served));
   console.log(row('in-process (no server)', inProcess));
+  const docker = dockerExecMedian(home);
+  console.log(`baseline: docker exec CLI ${docker.toFixed(2)} ms; MCP bridged ` +
+    `${(served.mcp / docker).toFixed(2)}x, MCP in-process ${(inProcess.mcp / docker).toFixed(2)}x ` +
+    'of it');
 } finally {
   await home.cleanup();
 }
