@@ -150,6 +150,10 @@ std::string HeaderOf(const HttpRequestInfo& r, const char* name) {
 
 }  // namespace
 
+void RefuseExecStream(UpgradedConnection& conn, const Error& refusal) {
+  ExecConnection(conn).Send('X', ExecReportToJson(ReportError(refusal, false)));
+}
+
 void ServeExecStream(const HttpRequestInfo& request, UpgradedConnection& conn,
                      const std::atomic<bool>& stopping, Runtime& runtime, Principal who) {
   ExecConnection connection(conn);

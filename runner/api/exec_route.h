@@ -22,5 +22,7 @@ namespace sandrun::api {
 // through `runtime` like every other call.
 void ServeExecStream(const HttpRequestInfo& request, UpgradedConnection& conn,
                      const std::atomic<bool>& stopping, Runtime& runtime, Principal who);
+// Ends an upgraded exec stream at once with `refusal` as its report (nothing was run).
+void RefuseExecStream(UpgradedConnection& conn, const Error& refusal);
 
 }  // namespace sandrun::api

@@ -148,12 +148,14 @@ bool WaitYield(sessions::Session& session, int64_t yield_ms, const YieldWatch* w
     const int64_t left = std::chrono::duration_cast<std::chrono::milliseconds>(
                              end - std::chrono::steady_clock::now())
                              .count();
-    if (left <= 0) return session.WaitFor(0);
-    if (session.WaitFor(std::min(left, std::max<int64_t>(watch->tick_ms, 10)))) return true;
+    if (left > 0 && session.WaitFor(std::min(left, std::max<int64_t>(watch->tick_ms, 10)))) {
+      return true;
+    }
     if (watch->cancel != nullptr && watch->cancel->cancelled()) {
       (void)session.Terminate(watch->kill_grace_ms);
       return true;
     }
+    if (left <= 0) return session.WaitFor(0);
     if (watch->progress) {
       sessions::SessionSnapshot snap = session.Snapshot();
       if (snap.total_bytes > reported) {

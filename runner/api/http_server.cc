@@ -312,9 +312,12 @@ void HttpServer::Impl::ServeConnection(int fd, const Listener& listener, const s
       info.method = std::string(head.method_string());
       info.target = std::string(head.target());
       info.peer_uid = uid;
-      info.peer_gone = [fd] {
+      info.peer_gone = [fd, &stopping] {
         pollfd p{fd, POLLRDHUP, 0};
-        return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+        // Stop() shuts the read side of every connection, which reads as the peer's hang-up: a
+        // call in flight is not its client's to lose then (it finishes and is answered).
+        const int gone = stopping.load() ? (POLLHUP | POLLERR) : (POLLRDHUP | POLLHUP | POLLERR);
+        return ::poll(&p, 1, 0) > 0 && (p.revents & gone) != 0;
       };
       if (listener.tcp) {
         info.transport = "tcp";

@@ -65,8 +65,9 @@ class Output {
   // to a client that reads no more is left to the process's end).
   void Finish(int wait_ms) {
     std::unique_lock<std::mutex> lock(state_->mu);
-    state_->cv.wait_for(lock, std::chrono::milliseconds(wait_ms),
-                        [&] { return state_->queue.empty() || state_->broken.load(); });
+    state_->cv.wait_for(lock, std::chrono::milliseconds(wait_ms), [&] {
+      return (state_->queue.empty() && !state_->writing) || state_->broken.load();
+    });
     state_->stop = true;
     state_->cv.notify_all();
   }
@@ -77,6 +78,7 @@ class Output {
     std::condition_variable cv;
     std::deque<std::string> queue;
     size_t queued = 0;
+    bool writing = false;  // a line taken off the queue is being written
     bool stop = false;
     std::atomic<bool> broken{false};
   };
@@ -90,6 +92,7 @@ class Output {
         line = std::move(state.queue.front());
         state.queue.pop_front();
         state.queued -= line.size();
+        state.writing = true;
       }
       for (std::string_view rest(line); !rest.empty();) {
         ssize_t n = ::write(STDOUT_FILENO, rest.data(), rest.size());
@@ -101,7 +104,8 @@ class Output {
         rest.remove_prefix(static_cast<size_t>(n));
       }
       std::lock_guard<std::mutex> lock(state.mu);
-      state.cv.notify_all();  // Finish waits for an empty queue
+      state.writing = false;
+      state.cv.notify_all();  // Finish waits for the last line to be out
       if (state.broken.load()) return;
     }
   }

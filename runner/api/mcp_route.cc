@@ -158,7 +158,10 @@ HttpReply McpHttpReply(const HttpRequestInfo& r, const Principal& who, McpServer
     PeerWatch peer(r);
     McpReply reply = mcp.Handle(m, who, nullptr, &peer.gone());
     if (reply.kind != McpReply::Kind::kResponse) {
-      return HttpReply{202, "application/json", "", {}, nullptr};
+      // A request always gets a response (202 is for notifications): its client is gone, or it
+      // will read that the call was cancelled.
+      return JsonRpcReply(
+          200, McpErrorJson(m.id_json, kJsonRpcInternalError, "the request was cancelled"));
     }
     return JsonRpcReply(reply.http_status, reply.json);
   }

@@ -13,6 +13,7 @@
 #include "runner/api/tool_call.h"
 #include "runner/wire/tool_schemas.h"
 #include "sandbox/base/json.h"
+#include "sandbox/base/strings.h"
 
 namespace sandrun::api {
 namespace {
@@ -36,14 +37,13 @@ std::string Str(const rapidjson::Value& v) {
 // Cuts `s` to at most `n` bytes without splitting a UTF-8 sequence; from the end when `tail`.
 std::string_view Utf8Cut(std::string_view s, size_t n, bool tail) {
   if (s.size() <= n) return s;
-  auto continuation = [](char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; };
   if (!tail) {
     size_t end = n;
-    while (end > 0 && continuation(s[end])) --end;
+    while (end > 0 && IsUtf8Continuation(s[end])) --end;
     return s.substr(0, end);
   }
   size_t start = s.size() - n;
-  while (start < s.size() && continuation(s[start])) ++start;
+  while (start < s.size() && IsUtf8Continuation(s[start])) ++start;
   return s.substr(start);
 }
 
@@ -408,11 +408,6 @@ struct McpServer::InFlight {
 McpServer::McpServer(Runtime& runtime, std::string transport)
     : runtime_(runtime), transport_(std::move(transport)) {}
 
-void McpServer::CancelAll() {
-  std::lock_guard<std::mutex> lock(mu_);
-  for (auto& [key, flight] : in_flight_) flight->cancel.Cancel();
-}
-
 void McpServer::CancelRequest(const Principal& who, const std::string& id_json) {
   std::lock_guard<std::mutex> lock(mu_);
   auto [begin, end] = in_flight_.equal_range(CallerKey(who, id_json));
@@ -424,7 +419,10 @@ McpReply McpServer::Handle(const McpMessage& m, const Principal& who, const Noti
   if (m.client_response) return {McpReply::Kind::kNone, "", 202};
   if (!m.request) {
     // Notifications: cancelled names a request of the same caller; the rest need nothing.
-    if (m.method == "notifications/cancelled") {
+    // Over HTTP a request is cancelled by closing its stream (2026-07-28 cancellation.mdx):
+    // callers that share a principal (the local socket's clients, one token's) share ids too,
+    // so a cancel notification there could name another client's request.
+    if (m.method == "notifications/cancelled" && transport_ == "stdio") {
       const auto* params = JsonMember(*m.doc, "params");
       const auto* id = params != nullptr ? JsonMember(*params, "requestId") : nullptr;
       if (id != nullptr && (id->IsString() || id->IsInt64())) CancelRequest(who, ToJson(*id));
@@ -564,7 +562,18 @@ McpReply McpServer::CallTool(const McpMessage& m, const Principal& who, const No
     return {McpReply::Kind::kResponse, ToolResultJson(m, structured, is_error)};
   }
   // policy_check takes an exec call (POST /v1/policy/check): it decides it, runs nothing.
-  const std::optional<std::string> body = WireCall(tool == "policy_check" ? "exec" : tool, args);
+  std::optional<std::string> body = WireCall(tool == "policy_check" ? "exec" : tool, args);
+  if (tool == "process" && args != nullptr && args->IsObject()) {
+    // A poll waits at most what is left of the block limit: no call blocks past it.
+    const auto* timeout = JsonMember(*args, "timeout");
+    if (timeout != nullptr && timeout->IsNumber() &&
+        timeout->GetDouble() > static_cast<double>(settings.max_block_ms)) {
+      rapidjson::Document clamped;
+      clamped.CopyFrom(*args, clamped.GetAllocator());
+      clamped["timeout"].SetInt64(settings.max_block_ms);
+      body = WireCall(tool, &clamped);
+    }
+  }
   RuntimeReply reply = tool == "process"       ? runtime_.Process(who, *body)
                        : tool == "apply_patch" ? runtime_.ApplyPatch(who, *body)
                                                : runtime_.PolicyCheck(who, *body);
@@ -651,6 +660,13 @@ std::string McpServer::ExecResult(const rapidjson::Value* args, const Principal&
   watcher.join();
   if (caller_gone.cancelled()) {
     *cancelled = true;
+    if (!result.session_id.empty()) {
+      // Cancelled as its window ended: the run went to the background (or was kept for its long
+      // output) behind a caller that will never hear of it. It goes.
+      (void)runtime_.Process(who, R"({"tool":"process","action":")" +
+                                      std::string(result.running ? "kill" : "remove") +
+                                      R"(","sessionId":")" + result.session_id + R"("})");
+    }
     return "";
   }
   if (result.refused || result.internal) {

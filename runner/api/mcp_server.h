@@ -105,13 +105,11 @@ class McpServer {
 
   // Handles one message for `who`. A request's response comes back as the reply; notifications
   // about it go to `notify` (may be empty: none are sent) before it. `cancel` (the transport's:
-  // a closed stream, stdin's end) and notifications/cancelled naming the request both cancel
-  // it. Thread-safe: requests are handled concurrently.
+  // a closed stream, stdin's end) cancels it, and on stdio so does notifications/cancelled
+  // naming it (over HTTP only the closed stream does). Thread-safe: requests are handled
+  // concurrently.
   McpReply Handle(const McpMessage& message, const Principal& who, const Notify& notify,
                   const CancelToken* cancel);
-
-  // Cancels every request in flight (the transport is shutting down).
-  void CancelAll();
 
  private:
   struct InFlight;

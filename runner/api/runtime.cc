@@ -86,8 +86,11 @@ void ReapDeadPrivateDirs(const std::string& root, const sessions::Options& base)
   std::vector<std::filesystem::path> dead;
   for (const auto& entry : std::filesystem::directory_iterator(root, ec)) {
     const std::string name = entry.path().filename().string();
-    if (name.empty() || name.size() > 9 ||
-        name.find_first_not_of("0123456789") != std::string::npos) {
+    const size_t digits = name.find_first_not_of("0123456789");
+    if (digits == 0 || (digits == std::string::npos ? name.size() : digits) > 9) continue;
+    if (digits != std::string::npos) {
+      // "<pid>.dead-<time>": set aside by a start that found its own pid's dir.
+      if (name.compare(digits, 6, ".dead-") == 0) dead.push_back(entry.path());
       continue;
     }
     const pid_t pid = static_cast<pid_t>(std::stol(name));
@@ -324,7 +327,12 @@ Result<std::unique_ptr<Runtime>> Runtime::Start(const GlobalOptions& global, Opt
   if (options.private_sessions) {
     impl->sessions_root = impl->state_dir + "/mcp/" + std::to_string(::getpid());
     std::error_code ec;
-    std::filesystem::remove_all(impl->sessions_root, ec);  // a dead process's, same pid
+    if (std::filesystem::exists(impl->sessions_root, ec)) {
+      // A dead process's that had this pid: set aside for the reaper, which kills what it left.
+      std::filesystem::rename(impl->sessions_root,
+                              impl->sessions_root + ".dead-" + std::to_string(::time(nullptr)), ec);
+      if (ec) std::filesystem::remove_all(impl->sessions_root, ec);
+    }
     std::filesystem::create_directories(impl->sessions_root, ec);
     if (ec || ::chmod(impl->sessions_root.c_str(), 0700) != 0) {
       return Error(ErrorCode::kIo, "cannot create " + impl->sessions_root + ": " +

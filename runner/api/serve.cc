@@ -91,15 +91,15 @@ class StreamSlots {
     if (!Take(who.tenant)) return nullptr;
     return std::make_shared<Slot>(this, who.tenant);
   }
-  // The 429 for a caller whose tenant holds every slot: nothing was run.
+  // The refusal for a caller whose tenant holds every slot (429): nothing was run.
+  Error BusyError(const Principal& who) const {
+    return Error::Refusal("quota-exceeded", "tenant \"" + who.tenant + "\" already holds " +
+                                                std::to_string(per_tenant_) +
+                                                " calls in progress and event streams (an eighth "
+                                                "of server.maxConnections); nothing was run");
+  }
   RuntimeReply Busy(const Principal& who) const {
-    return {
-        429,
-        RenderToolError("quota-exceeded", "tenant \"" + who.tenant + "\" already holds " +
-                                              std::to_string(per_tenant_) +
-                                              " calls in progress and event streams (an eighth of "
-                                              "server.maxConnections); nothing was run"),
-        1};
+    return {429, RenderToolError(BusyError(who)), 1};
   }
 
  private:
@@ -264,11 +264,17 @@ int RunServeCommand(const GlobalOptions& global, const ServeOptions& options) {
       [&](const HttpRequestInfo& r, UpgradedConnection& conn, const std::atomic<bool>& stopping) {
         auto decided = auth.Authorize(r);
         if (auto* who = std::get_if<Principal>(&decided)) {
+          // The stream holds its connection for the whole run: one of the tenant's slots.
+          std::shared_ptr<void> slot = streams.Hold(*who);
+          if (!slot) return RefuseExecStream(conn, streams.BusyError(*who));
           ServeExecStream(r, conn, stopping, runtime, *who);
         }
       });
   server.Route("POST", "/v1/tools/process",
                As(auth, [&](const HttpRequestInfo& r, const Principal& who) {
+                 // A poll may wait (up to 2 minutes): one of the tenant's slots.
+                 std::shared_ptr<void> slot = streams.Hold(who);
+                 if (!slot) return Reply(streams.Busy(who));
                  return Reply(runtime.Process(who, r.body));
                }));
   server.Route("POST", "/v1/policy/check",

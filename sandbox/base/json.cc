@@ -6,6 +6,8 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include "sandbox/base/strings.h"
+
 namespace sandrun {
 
 namespace {
@@ -55,6 +57,22 @@ class DepthLimitedHandler {
   bool too_deep_ = false;
 };
 
+// Whether every string and member name in `v` is valid UTF-8 (depth is bounded by the parser).
+bool AllUtf8(const rapidjson::Value& v) {
+  if (v.IsString()) return IsValidUtf8(std::string_view(v.GetString(), v.GetStringLength()));
+  if (v.IsArray()) {
+    for (const auto& item : v.GetArray()) {
+      if (!AllUtf8(item)) return false;
+    }
+  }
+  if (v.IsObject()) {
+    for (const auto& m : v.GetObject()) {
+      if (!AllUtf8(m.name) || !AllUtf8(m.value)) return false;
+    }
+  }
+  return true;
+}
+
 constexpr unsigned kStrictFlags = rapidjson::kParseIterativeFlag;
 constexpr unsigned kRelaxedFlags = rapidjson::kParseIterativeFlag | rapidjson::kParseCommentsFlag |
                                    rapidjson::kParseTrailingCommasFlag;
@@ -80,7 +98,16 @@ Result<rapidjson::Document> ParseJson(std::string_view text, const JsonParseOpti
     return !result.IsError();
   };
   doc.Populate(generate);
-  if (!result.IsError()) return doc;
+  if (!result.IsError()) {
+    // RapidJSON checks the raw bytes only: a \u escape of a lone surrogate still decodes to
+    // bytes that are no UTF-8. Every string and member name is checked once more.
+    if (options.validate_utf8 && !AllUtf8(doc)) {
+      return Error(ErrorCode::kInvalidArgument,
+                   (options.source_name.empty() ? "JSON" : options.source_name) +
+                       ": a string is not valid UTF-8 (an escaped lone surrogate?)");
+    }
+    return doc;
+  }
 
   // A refused bracket is reported where it stands: the parser stops before taking it.
   size_t offset = result.Offset();

@@ -19,4 +19,8 @@ bool GlobMatch(std::string_view pattern, std::string_view text);
 // Whether `c` continues a UTF-8 sequence (10xxxxxx): a cut before it splits a character.
 inline bool IsUtf8Continuation(char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; }
 
+// Whether `s` is well-formed UTF-8 (RFC 3629): no overlong forms, no surrogates (U+D800..DFFF,
+// which a JSON \u escape can smuggle in as bytes), nothing above U+10FFFF.
+bool IsValidUtf8(std::string_view s);
+
 }  // namespace sandrun

@@ -147,7 +147,9 @@ TEST(McpParse, MalformedMessagesAreJsonRpcErrors) {
            Row{R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"exec",
                    "arguments":{"command":"ls","command":"rm -rf /"}}})",
                kJsonRpcInvalidRequest},
-           // Not UTF-8: never echoed back into a response.
+           // Not UTF-8: never echoed back into a response (raw bytes or an escaped surrogate).
+           Row{R"({"jsonrpc":"2.0","id":"\udc00x","method":"ping"})", kJsonRpcParseError},
+           Row{R"({"jsonrpc":"2.0","id":1,"method":"\ud800"})", kJsonRpcParseError},
            Row{"{\"jsonrpc\":\"2.0\",\"id\":\"\xff\xfe\",\"method\":\"ping\"}", kJsonRpcParseError},
        }) {
     auto parsed = ParseMcpMessage(row.text);

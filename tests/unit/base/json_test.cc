@@ -2,6 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
+#include "sandbox/base/strings.h"
+
 namespace sandrun {
 namespace {
 
@@ -103,6 +108,34 @@ TEST(JsonTest, DeepButUnterminatedInputIsASyntaxOrDepthErrorNeverACrash) {
   EXPECT_FALSE(ParseJson(std::string(1u << 20, '[')));
   EXPECT_FALSE(ParseJson(std::string(1u << 20, '{')));
   EXPECT_FALSE(ParseJson(std::string(1u << 20, ']')));
+}
+
+TEST(JsonTest, Utf8IsValidatedOnlyWhenAsked) {
+  JsonParseOptions strict;
+  strict.validate_utf8 = true;
+  EXPECT_TRUE(ParseJson(R"({"a":"caf\u00e9 \ud83d\ude00 â"})", strict));
+  const std::vector<std::string> bad = {
+      std::string("{\"a\":\"\xff\"}"),          // not UTF-8 at all
+      std::string("{\"a\":\"\xc0\xaf\"}"),      // an overlong '/'
+      std::string("{\"a\":\"\xed\xa0\x80\"}"),  // a raw surrogate
+      std::string(R"({"a":"\udc00"})"),         // an escaped lone one
+      std::string(R"({"\udfff":1})"),           // in a member name
+  };
+  for (const std::string& text : bad) {
+    EXPECT_FALSE(ParseJson(text, strict)) << text;
+    EXPECT_TRUE(ParseJson(text)) << text;  // the other readers take bytes as they come
+  }
+}
+
+TEST(StringsTest, IsValidUtf8) {
+  EXPECT_TRUE(IsValidUtf8(""));
+  EXPECT_TRUE(IsValidUtf8("plain ascii"));
+  EXPECT_TRUE(
+      IsValidUtf8("\xc3\xa9\xe2\x9c\x93\xf0\x9f\x98\x80\xf4\x8f\xbf\xbf"));  // up to U+10FFFF
+  for (const char* bad : {"\x80", "\xc3", "\xe2\x9c", "\xf0\x9f\x98", "\xc0\x80", "\xe0\x80\x80",
+                          "\xed\xb0\x80", "\xf4\x90\x80\x80", "\xf8\x88\x80\x80\x80", "\xff"}) {
+    EXPECT_FALSE(IsValidUtf8(bad)) << bad;
+  }
 }
 
 }  // namespace
