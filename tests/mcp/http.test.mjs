@@ -244,4 +244,52 @@ describe('POST /mcp (Streamable HTTP)', { skip }, () => {
       { timeoutMs: 10000, intervalMs: 250 });
     await client.close();
   });
+
+  test('a cancel notification from another client sharing the token cancels nothing', async () => {
+    // Over HTTP only the closed stream cancels: clients of one token share request ids.
+    const call = request(url, {
+      headers: { ...JSON_HEADERS, ...auth() },
+      body: {
+        jsonrpc: '2.0', id: 11, method: 'tools/call',
+        params: { name: 'exec', arguments: { command: 'sleep 1.5; echo survived-$((40+2))' } },
+      },
+    });
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const cancel = await request(url, {
+      headers: { ...JSON_HEADERS, ...auth() },
+      body: { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 11 } },
+    });
+    assert.equal(cancel.status, 202, cancel.body);
+    const res = await call;
+    const reply = messagesOf(res).find((m) => m.id === 11);
+    assert.equal(reply?.result?.structuredContent?.output, 'survived-42', res.body);
+  });
+});
+
+describe('POST /mcp while the server stops', { skip }, () => {
+  test('a call in flight finishes and is answered (SIGTERM is no client hang-up)', async () => {
+    const home = await SandrunHome.create({ extra: { tenants: { acme: {} } } });
+    try {
+      const token = home.createToken({ tenant: 'acme', role: 'agent' });
+      const served = await home.startServe(['--listen', '127.0.0.1:0']);
+      const call = request(`${served.url}/mcp`, {
+        headers: { 'Content-Type': 'application/json', Accept: 'application/json',
+          Authorization: `Bearer ${token}` },
+        body: {
+          jsonrpc: '2.0', id: 3, method: 'tools/call',
+          params: { name: 'exec', arguments: { command: 'sleep 1; echo finished-$((1+1))' } },
+        },
+      });
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      const stopping = home.stopServe();
+      const res = await call;
+      assert.equal(res.status, 200, res.body);
+      const reply = JSON.parse(res.body);
+      assert.equal(reply.result?.structuredContent?.output, 'finished-2', res.body);
+      const exit = await stopping;
+      assert.equal(exit.code, 0, show(exit));
+    } finally {
+      await home.cleanup();
+    }
+  });
 });
