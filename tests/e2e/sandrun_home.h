@@ -87,6 +87,8 @@ class SandrunHome : public ::testing::Test {
   }
 
   void TearDown() override {
+    // A server a test started and did not stop would outlive it (its home deleted under it).
+    StopServer();
     std::string why;
     if (auto client = ConnectToDocker(&why); client && !InstanceId().empty()) {
       auto list = client->ListContainers({"sandrun.instance=" + InstanceId()}, true);
