@@ -104,7 +104,8 @@ TEST_F(RedteamTenantTest, RevokedTokensEventStreamEnds) {
       << good_stream->Output();
   ASSERT_TRUE(doomed_stream->WaitFor("\"code\":\"unauthorized\"", std::chrono::seconds(10)))
       << doomed_stream->Output();
-  EXPECT_EQ(doomed_stream->Output().find(id), std::string::npos) << doomed_stream->Output();
+  EXPECT_EQ(doomed_stream->Output().find("\"" + id + "\""), std::string::npos)
+      << doomed_stream->Output();
 }
 
 }  // namespace

@@ -324,7 +324,8 @@ TEST_F(Tenancy, AnotherTenantsSessionAnswersLikeAnUnknownOne) {
   }
   auto list = runtime_->Process(Who("globex"), R"({"tool":"process","action":"list"})");
   ASSERT_EQ(list.status, 200) << list.json;
-  EXPECT_EQ(list.json.find(id), std::string::npos) << list.json;
+  // Quoted: an adjective-noun id with a -N suffix (a clash) contains the plain one.
+  EXPECT_EQ(list.json.find("\"" + id + "\""), std::string::npos) << list.json;
   // The owner still has it, untouched by the other tenant's kill and write.
   auto mine = Process(Who("acme"), "write", id, R"("data":"hello\n","eof":true)");
   EXPECT_EQ(mine.status, 200) << mine.json;

@@ -181,7 +181,8 @@ TEST_F(TenantServerTest, TenantsCannotSeeOrTouchEachOthersSessionsOrEvents) {
     }
     auto list = Post("/v1/tools/process", globex, R"({"tool":"process","action":"list"})", as);
     EXPECT_EQ(list.status, 200);
-    EXPECT_EQ(list.body.find(id), std::string::npos) << list.body;
+    // Quoted: ids are adjective-noun with a -N suffix on a clash, so one can contain another.
+    EXPECT_EQ(list.body.find("\"" + id + "\""), std::string::npos) << list.body;
     // Still running for its own tenant: the kill above touched nothing.
     auto own = Post("/v1/tools/process", acme, ProcessCall("poll", id), as);
     EXPECT_EQ(Details(own.json(), "status"), "running") << own.body;
@@ -192,9 +193,11 @@ TEST_F(TenantServerTest, TenantsCannotSeeOrTouchEachOthersSessionsOrEvents) {
   EXPECT_TRUE(globex_events->WaitFor(globex_id, 10s)) << globex_events->Output();
   for (const auto& [a, id] : acme_sessions) {
     EXPECT_TRUE(acme_events->WaitFor(id, 10s)) << acme_events->Output();
-    EXPECT_EQ(globex_events->Output().find(id), std::string::npos) << globex_events->Output();
+    EXPECT_EQ(globex_events->Output().find("\"" + id + "\""), std::string::npos)
+        << globex_events->Output();
   }
-  EXPECT_EQ(acme_events->Output().find(globex_id), std::string::npos) << acme_events->Output();
+  EXPECT_EQ(acme_events->Output().find("\"" + globex_id + "\""), std::string::npos)
+      << acme_events->Output();
   // Events carry ids, for Last-Event-ID.
   EXPECT_NE(acme_events->Output().find("\nid: "), std::string::npos) << acme_events->Output();
 }
