@@ -14,8 +14,6 @@ std::string Header(const HttpRequestInfo& r, const char* name) {
   return it == r.headers.end() ? "" : it->second;
 }
 
-HttpReply JsonRpcReply(int status, const std::string& json) { return JsonReply(status, json); }
-
 // RFC 4648 base64 (with or without padding); nullopt when it is not.
 std::optional<std::string> DecodeBase64(std::string_view in) {
   auto value = [](char c) -> int {
@@ -64,8 +62,8 @@ std::optional<std::string> MirroredValue(const std::string& header) {
 // The 2026-07-28 header rules for a modern request; the refusal when they fail.
 std::optional<HttpReply> CheckModernHeaders(const HttpRequestInfo& r, const McpMessage& m) {
   auto mismatch = [&](const std::string& why) {
-    return JsonRpcReply(400, McpErrorJson(m.id_json.empty() ? "null" : m.id_json,
-                                          kMcpHeaderMismatch, "Header mismatch: " + why));
+    return JsonReply(400, McpErrorJson(m.id_json.empty() ? "null" : m.id_json, kMcpHeaderMismatch,
+                                       "Header mismatch: " + why));
   };
   const std::string version = Header(r, "mcp-protocol-version");
   if (version != m.protocol_version) {
@@ -114,20 +112,21 @@ bool McpOriginAllowed(const std::string& origin, const std::vector<std::string>&
 }
 
 HttpReply McpHttpReply(const HttpRequestInfo& r, const Principal& who, McpServer& mcp,
-                       const config::McpSettings& settings, const McpSlot& slot) {
+                       const McpSlot& slot) {
   if (auto origin = r.headers.find("origin");
-      origin != r.headers.end() && !McpOriginAllowed(origin->second, settings.allowed_origins)) {
-    return JsonRpcReply(
+      origin != r.headers.end() &&
+      !McpOriginAllowed(origin->second, mcp.Settings().allowed_origins)) {
+    return JsonReply(
         403, McpErrorJson("null", kJsonRpcInvalidRequest,
                           "Origin " + origin->second + " is not allowed (mcp.allowedOrigins)"));
   }
   if (Lower(Header(r, "content-type")).find("application/json") == std::string::npos) {
-    return JsonRpcReply(415, McpErrorJson("null", kJsonRpcInvalidRequest,
-                                          "POST /mcp takes Content-Type: application/json"));
+    return JsonReply(415, McpErrorJson("null", kJsonRpcInvalidRequest,
+                                       "POST /mcp takes Content-Type: application/json"));
   }
   auto parsed = ParseMcpMessage(r.body);
   if (auto* refusal = std::get_if<McpReply>(&parsed)) {
-    return JsonRpcReply(refusal->http_status, refusal->json);
+    return JsonReply(refusal->http_status, refusal->json);
   }
   const McpMessage& m = std::get<McpMessage>(parsed);
   if (!m.protocol_version.empty() && !m.client_response) {
@@ -136,9 +135,9 @@ HttpReply McpHttpReply(const HttpRequestInfo& r, const Principal& who, McpServer
              !version.empty() && version != kMcpModernVersion &&
              std::find(kMcpLegacyVersions.begin(), kMcpLegacyVersions.end(), version) ==
                  kMcpLegacyVersions.end()) {
-    return JsonRpcReply(400,
-                        McpErrorJson(m.id_json.empty() ? "null" : m.id_json, kMcpUnsupportedVersion,
-                                     "Unsupported protocol version " + version));
+    return JsonReply(400,
+                     McpErrorJson(m.id_json.empty() ? "null" : m.id_json, kMcpUnsupportedVersion,
+                                  "Unsupported protocol version " + version));
   }
   if (!m.request) {
     (void)mcp.Handle(m, who, nullptr, nullptr);
@@ -149,9 +148,9 @@ HttpReply McpHttpReply(const HttpRequestInfo& r, const Principal& who, McpServer
   if (m.method == "tools/call" && slot) {
     held = slot();
     if (!held) {
-      return JsonRpcReply(429, McpErrorJson(m.id_json, kJsonRpcInternalError,
-                                            "too many calls in progress for this tenant (an "
-                                            "eighth of server.maxConnections); nothing was run"));
+      return JsonReply(429, McpErrorJson(m.id_json, kJsonRpcInternalError,
+                                         "too many calls in progress for this tenant (an "
+                                         "eighth of server.maxConnections); nothing was run"));
     }
   }
   if (m.method != "tools/call" || !AcceptsEventStream(r)) {
@@ -160,10 +159,10 @@ HttpReply McpHttpReply(const HttpRequestInfo& r, const Principal& who, McpServer
     if (reply.kind != McpReply::Kind::kResponse) {
       // A request always gets a response (202 is for notifications): its client is gone, or it
       // will read that the call was cancelled.
-      return JsonRpcReply(
-          200, McpErrorJson(m.id_json, kJsonRpcInternalError, "the request was cancelled"));
+      return JsonReply(200,
+                       McpErrorJson(m.id_json, kJsonRpcInternalError, "the request was cancelled"));
     }
-    return JsonRpcReply(reply.http_status, reply.json);
+    return JsonReply(reply.http_status, reply.json);
   }
   HttpReply stream;
   // `held` goes with the reply: the slot is back once the stream ended or never started.

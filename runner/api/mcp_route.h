@@ -31,8 +31,10 @@ namespace sandrun::api {
 // written).
 using McpSlot = std::function<std::shared_ptr<void>()>;
 
+// The mcp.* settings (allowedOrigins) are read only for a request that has an Origin header:
+// the call itself reads them once (McpServer).
 HttpReply McpHttpReply(const HttpRequestInfo& r, const Principal& who, McpServer& mcp,
-                       const config::McpSettings& settings, const McpSlot& slot);
+                       const McpSlot& slot);
 
 // Whether `origin` (an Origin header's value) may call: a loopback one or one of `allowed`.
 bool McpOriginAllowed(const std::string& origin, const std::vector<std::string>& allowed);

@@ -550,7 +550,7 @@ McpReply McpServer::CallTool(const McpMessage& m, const Principal& who, const No
   if (args != nullptr && !args->IsNull() && !args->IsObject()) {
     return RpcError(m, kJsonRpcInvalidParams, "tools/call params.arguments must be an object");
   }
-  const config::McpSettings settings = runtime_.McpSettings();
+  const config::McpSettings settings = Settings();
   const auto max_chars = static_cast<size_t>(settings.max_output_chars);
   const std::string tool(spec->name);
   bool is_error = false;

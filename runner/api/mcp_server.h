@@ -103,6 +103,9 @@ class McpServer {
 
   McpServer(Runtime& runtime, std::string transport);  // transport: "stdio" | "http"
 
+  // The mcp.* settings of the config as it is now.
+  config::McpSettings Settings() const { return runtime_.McpSettings(); }
+
   // Handles one message for `who`. A request's response comes back as the reply; notifications
   // about it go to `notify` (may be empty: none are sent) before it. `cancel` (the transport's:
   // a closed stream, stdin's end) cancels it, and on stdio so does notifications/cancelled

@@ -242,8 +242,7 @@ int RunServeCommand(const GlobalOptions& global, const ServeOptions& options) {
   // MCP's Streamable HTTP transport (mcp_route.h): one McpServer for every caller.
   McpServer mcp(runtime, "http");
   server.Route("POST", "/mcp", As(auth, [&](const HttpRequestInfo& r, const Principal& who) {
-                 return McpHttpReply(r, who, mcp, runtime.McpSettings(),
-                                     [&streams, &who] { return streams.Hold(who); });
+                 return McpHttpReply(r, who, mcp, [&streams, &who] { return streams.Hold(who); });
                }));
   for (const char* method : {"GET", "DELETE"}) {
     // 2026-07-28 streamable-http.mdx: no GET stream and no sessions to delete.

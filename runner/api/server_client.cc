@@ -39,21 +39,25 @@ Result<UniqueFd> ConnectTo(const std::string& socket) {
   return fd;
 }
 
+// Writes the whole request. A server that refuses (busy, body too large) answers and closes
+// without reading on: its answer is still there to read, so a closed connection is no error here.
+Status SendRequest(int fd, std::string_view out) {
+  while (!out.empty()) {
+    ssize_t n = ::send(fd, out.data(), out.size(), MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EPIPE || errno == ECONNRESET)) break;
+    if (n < 0) return Error::FromErrno(errno, "writing to the server");
+    out.remove_prefix(static_cast<size_t>(n));
+  }
+  return Ok();
+}
+
 // The server speaks plain HTTP/1.1 on a local socket: a few lines of our own are enough, and a
 // one-shot CLI call then never loads libcurl (and its ~30 libraries) at all.
 Result<ServerReply> Exchange(const std::string& socket, const std::string& request,
                              std::chrono::milliseconds timeout) {
   SANDRUN_ASSIGN_OR_RETURN(UniqueFd fd, ConnectTo(socket));
-  std::string_view out(request);
-  while (!out.empty()) {
-    ssize_t n = ::send(fd.get(), out.data(), out.size(), MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    // A server that refuses (busy, body too large) answers and closes without reading on: its
-    // answer is still there to read.
-    if (n < 0 && (errno == EPIPE || errno == ECONNRESET)) break;
-    if (n < 0) return Error::FromErrno(errno, "writing to the server");
-    out.remove_prefix(static_cast<size_t>(n));
-  }
+  SANDRUN_RETURN_IF_ERROR(SendRequest(fd.get(), request));
   std::string in;
   char buf[65536];
   auto deadline = std::chrono::steady_clock::now() + timeout;
@@ -135,13 +139,7 @@ Result<ServerReply> RequestServer(const std::string& socket, const std::string& 
 Result<StreamedReply> RequestStream(const std::string& socket, const std::string& request,
                                     const std::atomic<bool>* stop, const EventFn& on_event) {
   SANDRUN_ASSIGN_OR_RETURN(UniqueFd fd, ConnectTo(socket));
-  for (std::string_view out(request); !out.empty();) {
-    ssize_t n = ::send(fd.get(), out.data(), out.size(), MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EPIPE || errno == ECONNRESET)) break;  // its refusal is there to read
-    if (n < 0) return Error::FromErrno(errno, "writing to the server");
-    out.remove_prefix(static_cast<size_t>(n));
-  }
+  SANDRUN_RETURN_IF_ERROR(SendRequest(fd.get(), request));
   StreamedReply reply;
   std::string in;
   bool head_read = false;
