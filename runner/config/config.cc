@@ -465,6 +465,7 @@ class Loader : public ConfigReader {
                         }},
                        Str("user", &d->user),
                        Str("setupCommand", &d->setup_command),
+                       Flag("execAgent", &d->exec_agent),
                        Int("pidsLimit", &d->pids_limit),
                        Size("memory", &d->memory_bytes, false),
                        Size("memorySwap", &d->memory_swap_bytes, true),

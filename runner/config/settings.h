@@ -36,6 +36,7 @@ struct DockerSettings {                                            // sandbox.do
   std::string seccomp_profile = "default";  // seccompProfile: profiles/seccomp/<name>.json
   std::string apparmor_profile;             // apparmorProfile
   std::vector<std::string> binds;           // binds ("src:dst[:ro]"), global+agent concatenated
+  bool exec_agent = true;  // execAgent: commands through the in-container agent where it can run
 };
 
 struct PruneSettings {      // sandbox.prune.*

@@ -508,6 +508,7 @@ Result<exec::SandboxSpec> BuildSandboxSpec(const GateContext& ctx, const ExecReq
   }
   spec.container_env = d.env;
   spec.setup_command = d.setup_command;
+  spec.exec_agent = d.exec_agent;
   if (d.pids_limit < 0) return ConfigError("sandbox.docker.pidsLimit must be >= 0.");
   if (d.memory_bytes < 0) return ConfigError("sandbox.docker.memory must be >= 0.");
   if (d.memory_swap_bytes < -1) return ConfigError("sandbox.docker.memorySwap must be >= -1.");

@@ -212,9 +212,13 @@ bool SessionManager::AdoptOrLose(Session& session) {
     }
     return false;
   }
+  // The agent replays what the process printed while no server was attached: nothing to note.
+  const bool whole = (*adopted)->recovers_output();
   session.Adopt(std::move(adopted).value(),
-                "\n[sandrun: the server restarted and re-adopted this process; kill and its "
-                "timeout still apply, but output it printed after the restart was not captured]\n");
+                whole ? std::string()
+                      : "\n[sandrun: the server restarted and re-adopted this process; kill and "
+                        "its timeout still apply, but output it printed after the restart was not "
+                        "captured]\n");
   return true;
 }
 

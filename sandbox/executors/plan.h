@@ -72,6 +72,9 @@ struct SandboxSpec {
   // The call's own scope (exec --rm): the executor removes the container, its scratch mount,
   // image and directory when the call ends.
   bool remove_after = false;
+  // sandbox.docker.execAgent: commands go through the in-container agent where it can run
+  // (agent_link.h); false: always the Engine API exec.
+  bool exec_agent = true;
 };
 
 struct Plan {

@@ -39,6 +39,9 @@ class RunningProcess {
   // An opaque text the executor that started the process can find it again with after the
   // server restarted (Executor::Adopt); "" when it cannot be found again.
   virtual std::string adoption_key() const { return ""; }
+  // Whether a process adopted after a restart delivers the output it printed meanwhile (the
+  // sandbox agent keeps it); otherwise that output is lost.
+  virtual bool recovers_output() const { return false; }
 
   // Host pid of the process (gateway), or the exec's pid as the engine reports it; 0 if unknown.
   virtual int64_t pid() const = 0;

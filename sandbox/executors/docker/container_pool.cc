@@ -165,13 +165,18 @@ std::string ReachHash(const SandboxSpec& spec) {
   return Sha256Hex(text);
 }
 
-std::string ConfigHash(const SandboxSpec& spec, bool exec_wrapper) {
+std::string ConfigHash(const SandboxSpec& spec, bool exec_wrapper, bool exec_agent) {
   // The create request without the creation time, plus the one-time setup command. The
   // wrapper's host path is left out: another build of the same version does the same.
   std::string canonical = docker::BuildContainerCreateBody(BuildContainerSpec(spec, 0));
   std::string wrapper =
       exec_wrapper ? std::string("\nexecWrapper=") + kExecWrapperVersion : std::string();
-  return Sha256Hex("sandrun-sandbox-v2\n" + canonical + "\n" + spec.setup_command + wrapper)
+  // Whether the container is meant to run the agent (protocol version), not whether it came
+  // up: a container whose agent failed keeps the hash and is used through the Engine API.
+  std::string agent =
+      exec_agent ? "\nexecAgent=" + std::to_string(agent::kVersion) : std::string();
+  return Sha256Hex("sandrun-sandbox-v2\n" + canonical + "\n" + spec.setup_command + wrapper +
+                   agent)
       .substr(0, 32);
 }
 
@@ -182,18 +187,48 @@ bool HasExecWrapper(const std::map<std::string, std::string>& labels) {
   return it != labels.end() && it->second == kExecWrapperVersion;
 }
 
+EnsuredContainer Ensured(const std::string& name, const docker::ContainerInfo& info,
+                         const SandboxSpec& spec) {
+  return EnsuredContainer{name, info.id, false, HasExecWrapper(info.labels),
+                          AgentDirOf(spec.state_dir, info.labels)};
+}
+
 }  // namespace
 
 ContainerPool::ContainerPool(std::shared_ptr<docker::Client> client,
-                             std::optional<ExecWrapper> exec_wrapper)
+                             std::optional<ExecWrapper> exec_wrapper,
+                             std::optional<ExecWrapper> agent_binary)
     : client_(std::move(client)),
       mount_support_(DetectMountSupport(client_->endpoint().kind == docker::Endpoint::Kind::kUnix)),
       exec_wrapper_(exec_wrapper ? std::move(*exec_wrapper)
                                  : FindExecWrapper(client_->endpoint().kind ==
+                                                   docker::Endpoint::Kind::kUnix)),
+      agent_binary_(agent_binary ? std::move(*agent_binary)
+                                 : FindAgentBinary(client_->endpoint().kind ==
                                                    docker::Endpoint::Kind::kUnix)) {}
 
+std::string ContainerPool::AgentReason(const SandboxSpec& spec) const {
+  return AgentUnusableReason(spec, agent_binary_);
+}
+
 Result<EnsuredContainer> ContainerPool::CreateAndStart(const SandboxSpec& spec,
-                                                       const std::string& name) {
+                                                       const std::string& name,
+                                                       std::vector<std::string>* warnings) {
+  const bool agent_wanted = AgentReason(spec).empty();
+  if (!agent_wanted) return CreateAndStartWith(spec, name, false, agent_wanted);
+  auto with_agent = CreateAndStartWith(spec, name, true, agent_wanted);
+  if (with_agent || with_agent.error().code != ErrorCode::kIo) return with_agent;
+  // The agent did not come up (an image or engine it cannot run on): the container again,
+  // without it, used through the Engine API.
+  warnings->push_back("Warning: the sandbox agent did not start in " + name + " (" +
+                      with_agent.error().ToString() +
+                      "); its commands use the Engine API exec (slower).");
+  return CreateAndStartWith(spec, name, false, agent_wanted);
+}
+
+Result<EnsuredContainer> ContainerPool::CreateAndStartWith(const SandboxSpec& spec,
+                                                           const std::string& name,
+                                                           bool with_agent, bool agent_wanted) {
   if (spec.seccomp_profile_json.empty()) {
     // Fail closed: a plan without the filter's JSON is a bug upstream, never "no filter".
     return Error(ErrorCode::kInvalidArgument,
@@ -202,9 +237,23 @@ Result<EnsuredContainer> ContainerPool::CreateAndStart(const SandboxSpec& spec,
   }
   int64_t now = NowMs();
   const bool wrapped = exec_wrapper_.usable();
-  const std::string hash = ConfigHash(spec, wrapped);
+  const std::string hash = ConfigHash(spec, wrapped, agent_wanted);
   const std::string reach = ReachHash(spec);
   std::string id;
+  std::string agent_dir;
+  if (with_agent) {
+    auto dir = PrepareAgentDir(spec.state_dir);
+    if (!dir) return Error(ErrorCode::kIo, dir.error().ToString());
+    agent_dir = *dir;
+  }
+  // The directory goes with a container that did not come up.
+  struct DirGuard {
+    const std::string& state_dir;
+    std::string dir;
+    ~DirGuard() {
+      if (!dir.empty()) RemoveAgentDir(state_dir, dir);
+    }
+  } dir_guard{spec.state_dir, agent_dir};
   {
     // Every (re)creation checks the host-backed mounts again: each source must still be the
     // object the gate checked. The staging mounts go when `staged` does, after the start (the
@@ -219,6 +268,16 @@ Result<EnsuredContainer> ContainerPool::CreateAndStart(const SandboxSpec& spec,
       // the reach hash.
       create.host.mounts.push_back(WrapperMount(exec_wrapper_));
       create.labels[kExecWrapperLabel] = kExecWrapperVersion;
+    }
+    if (with_agent) {
+      // The agent is the container's command (under the engine's init), started as root with
+      // only CAP_SETUID and CAP_SETGID; it becomes its own uid at once (agent/main.cc). Every
+      // Engine API exec names the sandbox user itself (never the container's root).
+      create.cmd = AgentCommand();
+      create.user = "0:0";
+      create.host.cap_add = {"SETUID", "SETGID"};
+      for (auto& m : AgentMounts(agent_binary_, agent_dir)) create.host.mounts.push_back(m);
+      create.labels[kAgentDirLabel] = agent_dir;
     }
     auto created = client_->CreateContainer(name, create);
     if (!created) {
@@ -238,7 +297,7 @@ Result<EnsuredContainer> ContainerPool::CreateAndStart(const SandboxSpec& spec,
                 info->labels[kTenantLabel] == spec.tenant &&
                 info->labels[kScopeLabel] == spec.scope_key &&
                 info->labels[kReachHashLabel] == reach) {
-              return EnsuredContainer{name, info->id, false, HasExecWrapper(info->labels)};
+              return Ensured(name, *info, spec);
             }
             break;
           }
@@ -252,10 +311,18 @@ Result<EnsuredContainer> ContainerPool::CreateAndStart(const SandboxSpec& spec,
       (void)client_->RemoveContainer(id, true);
       return SandboxUnavailable(std::move(started).error(), "starting container " + name);
     }
+    if (with_agent) {
+      if (auto ready = WaitAgentReady(agent_dir, Deadline::After(std::chrono::seconds(5)));
+          !ready) {
+        (void)client_->RemoveContainer(id, true);
+        return Error(ErrorCode::kIo, ready.error().ToString());
+      }
+    }
   }
   if (!spec.setup_command.empty()) {
     docker::ExecSpec setup;
     setup.cmd = {"/bin/sh", "-lc", spec.setup_command};
+    setup.user = spec.user;
     std::string output;
     auto code = client_->RunExec(id, setup, [&](docker::StreamKind, std::string_view b) {
       if (output.size() < 4096) output.append(b);
@@ -273,12 +340,14 @@ Result<EnsuredContainer> ContainerPool::CreateAndStart(const SandboxSpec& spec,
     state.containers[name] = RegistryEntry{
         spec.scope_key, ScopeKeyHash(spec.scope_key), spec.image, hash, reach, now, now};
   });
-  return EnsuredContainer{name, id, true, wrapped};
+  dir_guard.dir.clear();  // the container's now
+  return EnsuredContainer{name, id, true, wrapped, agent_dir};
 }
 
 Result<EnsuredContainer> ContainerPool::CreateWithinQuota(const SandboxSpec& spec,
-                                                          const std::string& name) {
-  if (spec.tenant.empty() || spec.max_containers <= 0) return CreateAndStart(spec, name);
+                                                          const std::string& name,
+                                                          std::vector<std::string>* warnings) {
+  if (spec.tenant.empty() || spec.max_containers <= 0) return CreateAndStart(spec, name, warnings);
   std::shared_ptr<std::mutex> tenant_mu;
   {
     std::lock_guard<std::mutex> lock(ensure_mu_);
@@ -303,7 +372,7 @@ Result<EnsuredContainer> ContainerPool::CreateWithinQuota(const SandboxSpec& spe
             " was not created, nothing was run. Try again in 30 s, or use a scope that has "
             "a container.");
   }
-  return CreateAndStart(spec, name);
+  return CreateAndStart(spec, name, warnings);
 }
 
 Result<EnsuredContainer> ContainerPool::EnsureContainer(const SandboxSpec& spec,
@@ -337,7 +406,7 @@ Result<EnsuredContainer> ContainerPool::EnsureNamed(const SandboxSpec& spec,
     if (info.error().code != ErrorCode::kNotFound) {
       return SandboxUnavailable(std::move(info).error(), "looking up container " + name);
     }
-    return CreateWithinQuota(spec, name);
+    return CreateWithinQuota(spec, name, warnings);
   }
   // The slug is readable, not unique: the container is this scope's only if its labels say so
   // in full (a container of an older sandrun has no scope hash; its reach decides below; nor a
@@ -358,7 +427,7 @@ Result<EnsuredContainer> ContainerPool::EnsureNamed(const SandboxSpec& spec,
                         " could reach other mounts, another user, network, image or limits than "
                         "this call asks for; replaced it with a new one (commands still running "
                         "in the old one were ended).");
-    return CreateAndStart(spec, name);
+    return CreateAndStart(spec, name, warnings);
   }
   if (!info->state.running) {
     if (auto removed = client_->RemoveContainer(info->id, true); !removed) {
@@ -369,9 +438,9 @@ Result<EnsuredContainer> ContainerPool::EnsureNamed(const SandboxSpec& spec,
         (info->state.status.empty() ? std::string("not running") : info->state.status) +
         ", exit code " + std::to_string(info->state.exit_code) +
         "); created it again after checking its mounts again.");
-    return CreateAndStart(spec, name);
+    return CreateAndStart(spec, name, warnings);
   }
-  std::string hash = ConfigHash(spec, exec_wrapper_.usable());
+  std::string hash = ConfigHash(spec, exec_wrapper_.usable(), AgentReason(spec).empty());
   auto label = info->labels.find(kConfigHashLabel);
   if (label == info->labels.end() || label->second != hash) {
     int64_t last_used = 0;
@@ -389,7 +458,7 @@ Result<EnsuredContainer> ContainerPool::EnsureNamed(const SandboxSpec& spec,
         return SandboxUnavailable(std::move(removed).error(),
                                   "removing outdated container " + name);
       }
-      return CreateAndStart(spec, name);
+      return CreateAndStart(spec, name, warnings);
     }
   }
   int64_t now = NowMs();
@@ -398,7 +467,7 @@ Result<EnsuredContainer> ContainerPool::EnsureNamed(const SandboxSpec& spec,
   if (auto state = registry.Load(); state) {
     auto it = state->containers.find(name);
     if (it != state->containers.end() && now - it->second.last_used_at_ms < kLastUsedResolutionMs) {
-      return EnsuredContainer{name, info->id, false, HasExecWrapper(info->labels)};
+      return Ensured(name, *info, spec);
     }
   }
   (void)registry.Update([&](RegistryState& state) {
@@ -411,7 +480,7 @@ Result<EnsuredContainer> ContainerPool::EnsureNamed(const SandboxSpec& spec,
     entry.reach_hash = info->labels[kReachHashLabel];
     entry.last_used_at_ms = now;
   });
-  return EnsuredContainer{name, info->id, false, HasExecWrapper(info->labels)};
+  return Ensured(name, *info, spec);
 }
 
 void ContainerPool::RemoveIfExhausted(const std::string& container,
@@ -493,6 +562,7 @@ Result<std::vector<std::string>> ContainerPool::RemoveScope(
       return std::move(st).error().Wrap("removing " + name);
     }
     removed.push_back(name);
+    RemoveAgentDir(state_dir, AgentDirOf(state_dir, c.labels));
     if (rm_scope && !scratch_dir.empty()) {
       // The call scopes' scratch dirs sit next to the scope's, named by their own keys.
       const size_t slash = scratch_dir.find_last_of('/');
@@ -517,9 +587,12 @@ Status ContainerPool::ReleaseIdleScratch(const std::string& instance_id,
       auto containers, client_->ListContainers({std::string(kInstanceLabel) + "=" + instance_id},
                                                /*all=*/true));
   std::set<std::string> live;
+  std::vector<std::string> live_agents;
   for (const auto& c : containers) {
     if (auto it = c.labels.find(kScopeLabel); it != c.labels.end()) live.insert(it->second);
+    live_agents.push_back(AgentDirOf(state_dir, c.labels));
   }
+  SweepAgentDirs(state_dir, live_agents);
   SandboxRegistry registry(state_dir);
   SANDRUN_ASSIGN_OR_RETURN(RegistryState state, registry.Load());
   Status result = Ok();

@@ -18,6 +18,7 @@
 
 #include "sandbox/base/result.h"
 #include "sandbox/docker/client.h"
+#include "sandbox/executors/docker/agent_link.h"
 #include "sandbox/executors/docker/exec_wrapper.h"
 #include "sandbox/executors/docker/host_mounts.h"
 #include "sandbox/executors/docker/sandbox_registry.h"
@@ -56,7 +57,8 @@ std::string ReachHash(const SandboxSpec& spec);
 // Hash of everything that shapes the container; a change means the container is recreated
 // (unless it is hot and only settings outside the reach changed: then warn). `exec_wrapper`:
 // the container gets the exec wrapper (exec_wrapper.h), so containers without it are replaced.
-std::string ConfigHash(const SandboxSpec& spec, bool exec_wrapper = false);
+// `exec_agent`: the container is meant to run the sandbox agent (agent_link.h).
+std::string ConfigHash(const SandboxSpec& spec, bool exec_wrapper = false, bool exec_agent = false);
 // The Engine API create request for the spec (labels included). `mounts` are the prepared
 // host-backed mounts (host_mounts.h); none: the spec's own paths (for hashing).
 // HostConfig.SecurityOpt for the spec: "no-new-privileges:true", the seccomp profile inline
@@ -70,6 +72,7 @@ struct EnsuredContainer {
   std::string id;
   bool created = false;
   bool exec_wrapper = false;  // the exec wrapper is mounted at kExecWrapperPath (its label says)
+  std::string agent_dir;      // the host directory of its agent ("": it has none, agent_link.h)
 };
 
 // `e` wrapped as "sandbox unavailable (<what>), nothing was run", its code kept.
@@ -77,9 +80,11 @@ Error SandboxUnavailable(Error e, const std::string& what);
 
 class ContainerPool {
  public:
-  // `exec_wrapper`: what FindExecWrapper finds for the client's engine when not given.
+  // `exec_wrapper`: what FindExecWrapper finds for the client's engine when not given;
+  // `agent_binary` likewise (FindAgentBinary).
   explicit ContainerPool(std::shared_ptr<docker::Client> client,
-                         std::optional<ExecWrapper> exec_wrapper = std::nullopt);
+                         std::optional<ExecWrapper> exec_wrapper = std::nullopt,
+                         std::optional<ExecWrapper> agent_binary = std::nullopt);
 
   // Finds the scope's container, (re)creating and starting it as needed. A container is reused
   // only if it carries this instance id, the tenant, the scope key and ReachHash in full and is
@@ -116,9 +121,17 @@ class ContainerPool {
   void RemoveIfExhausted(const std::string& container, std::vector<std::string>* warnings);
   // The exec wrapper this pool mounts into the containers it creates (unusable: none).
   const ExecWrapper& exec_wrapper() const { return exec_wrapper_; }
+  // Why containers for `spec` get no agent ("" when they do: the fast path).
+  std::string AgentReason(const SandboxSpec& spec) const;
 
  private:
-  Result<EnsuredContainer> CreateAndStart(const SandboxSpec& spec, const std::string& name);
+  // With the agent when it can have one; a container whose agent does not come up is created
+  // again without it, with a warning.
+  Result<EnsuredContainer> CreateAndStart(const SandboxSpec& spec, const std::string& name,
+                                          std::vector<std::string>* warnings);
+  // kIo: the agent did not come up (nothing is left behind).
+  Result<EnsuredContainer> CreateAndStartWith(const SandboxSpec& spec, const std::string& name,
+                                              bool with_agent, bool agent_wanted);
   // Ensures the container under one candidate name; `taken` is set (and nothing done) when the
   // name belongs to another scope.
   Result<EnsuredContainer> EnsureNamed(const SandboxSpec& spec, const std::string& name,
@@ -126,11 +139,13 @@ class ContainerPool {
 
   // The tenant's quota before a new container is created: the count and the creation under one
   // lock per tenant, so parallel calls of one tenant cannot both take the last slot.
-  Result<EnsuredContainer> CreateWithinQuota(const SandboxSpec& spec, const std::string& name);
+  Result<EnsuredContainer> CreateWithinQuota(const SandboxSpec& spec, const std::string& name,
+                                             std::vector<std::string>* warnings);
 
   std::shared_ptr<docker::Client> client_;
   MountSupport mount_support_;
   ExecWrapper exec_wrapper_;
+  ExecWrapper agent_binary_;
   std::mutex ensure_mu_;                                             // guards the lock maps
   std::map<std::string, std::shared_ptr<std::mutex>> ensure_locks_;  // per container name
   std::map<std::string, std::shared_ptr<std::mutex>> tenant_locks_;  // per tenant (quota)

@@ -9,13 +9,16 @@
 
 #include "sandbox/docker/models.h"
 #include "sandbox/executors/docker/adopted_exec.h"
+#include "sandbox/executors/docker/agent_exec.h"
 #include "sandbox/executors/docker/exec_wrapper.h"
 
 namespace sandrun::exec {
 
 DockerExecutor::DockerExecutor(std::shared_ptr<docker::Client> client,
-                               std::optional<ExecWrapper> exec_wrapper)
-    : client_(client), pool_(std::move(client), std::move(exec_wrapper)) {}
+                               std::optional<ExecWrapper> exec_wrapper,
+                               std::optional<ExecWrapper> agent_binary)
+    : client_(client),
+      pool_(std::move(client), std::move(exec_wrapper), std::move(agent_binary)) {}
 
 Status DockerExecutor::KillExecTree(const ExecTree& tree, int signal, int64_t grace_ms) {
   return KillContainerExecTree(*client_, tree, signal, grace_ms);
@@ -30,6 +33,8 @@ docker::ExecSpec DockerExecutor::ExecSpecFor(const Plan& plan, bool attach_stdin
   for (const auto& [k, v] : plan.env) spec.env.push_back(k + "=" + v);
   if (!plan.prepend_path.empty()) spec.env.push_back("SANDRUN_PREPEND_PATH=" + plan.prepend_path);
   spec.working_dir = plan.cwd;
+  // Always the sandbox user by name: a container with the agent runs as root (agent_link.h).
+  spec.user = plan.sandbox.user;
   spec.tty = plan.pty;
   spec.attach_stdin = attach_stdin || plan.pty;
   if (plan.pty) {
@@ -97,22 +102,39 @@ ExecOutcome DockerExecutor::Finish(const Plan& plan, const CreatedExec& exec, St
       outcome.status = ExecOutcome::Status::kAborted;
     }
   }
-  outcome.aggregated = collector.Text();
-  outcome.total_bytes = collector.total_bytes();
-  outcome.truncated = collector.truncated();
-  outcome.duration_ms =
+  Complete(plan, container, collector, started_at, &outcome);
+  return outcome;
+}
+
+void DockerExecutor::Complete(const Plan& plan, const std::string& container,
+                              const OutputCollector& collector,
+                              Deadline::Clock::time_point started_at, ExecOutcome* outcome) {
+  outcome->cwd = plan.cwd;
+  outcome->where = "container " + container;
+  outcome->aggregated = collector.Text();
+  outcome->total_bytes = collector.total_bytes();
+  outcome->truncated = collector.truncated();
+  outcome->duration_ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(Deadline::Clock::now() - started_at)
           .count();
   // A command that ended by itself (an exit code, or a signal it got in the container) and
   // quickly is not checked: the check reads the engine's stats, which takes about a second.
-  const bool ended_itself = outcome.status == ExecOutcome::Status::kExited ||
-                            outcome.status == ExecOutcome::Status::kSignaled;
-  if (!ended_itself || outcome.duration_ms >= 1000) {
-    pool_.RemoveIfExhausted(container, &outcome.warnings);
+  const bool ended_itself = outcome->status == ExecOutcome::Status::kExited ||
+                            outcome->status == ExecOutcome::Status::kSignaled;
+  if (!ended_itself || outcome->duration_ms >= 1000) {
+    pool_.RemoveIfExhausted(container, &outcome->warnings);
   }
   pool_.MaybePrune(plan.sandbox);
-  return outcome;
 }
+
+namespace {
+
+std::string AgentFallbackWarning(const std::string& container, const Error& e) {
+  return "Warning: the sandbox agent of " + container + " did not answer (" + e.ToString() +
+         "); ran through the Engine API exec (slower).";
+}
+
+}  // namespace
 
 namespace {
 
@@ -178,6 +200,21 @@ Result<ExecOutcome> DockerExecutor::Run(const Plan& plan, const LiveSink& live,
   std::vector<std::string> warnings;
   docker::ExecSpec spec = ExecSpecFor(plan, /*attach_stdin=*/false);
   CallScopeRemoval removal(this, plan);
+  SANDRUN_ASSIGN_OR_RETURN(EnsuredContainer container,
+                           pool_.EnsureContainer(plan.sandbox, &warnings));
+  if (!container.agent_dir.empty()) {
+    OutputCollector collector(plan.max_output_chars, live);
+    bool started = false;
+    auto outcome = RunOnAgent(container.agent_dir, plan, collector, cancel, &started);
+    if (outcome) {
+      Complete(plan, container.name, collector, started_at, &*outcome);
+      removal.Now(&warnings);
+      outcome->warnings.insert(outcome->warnings.begin(), warnings.begin(), warnings.end());
+      return outcome;
+    }
+    if (started) return std::move(outcome).error().Wrap("running in " + container.name);
+    warnings.push_back(AgentFallbackWarning(container.name, outcome.error()));
+  }
   SANDRUN_ASSIGN_OR_RETURN(CreatedExec created, CreateExecFor(plan, spec, &warnings));
 
   OutputCollector collector(plan.max_output_chars, live);
@@ -304,6 +341,25 @@ Result<std::unique_ptr<RunningProcess>> DockerExecutor::Start(const Plan& plan, 
   std::vector<std::string> warnings;
   docker::ExecSpec spec = ExecSpecFor(plan, /*attach_stdin=*/true);
   CallScopeRemoval removal(this, plan);  // until the process owns the removal
+  SANDRUN_ASSIGN_OR_RETURN(EnsuredContainer container,
+                           pool_.EnsureContainer(plan.sandbox, &warnings));
+  if (!container.agent_dir.empty()) {
+    const auto started_at = Deadline::Clock::now();
+    std::shared_ptr<DockerExecutor> keep_alive = weak_from_this().lock();
+    AgentFinish finish = [this, keep_alive, plan, name = container.name, warnings, started_at](
+                             ExecOutcome& outcome, OutputCollector& collector) {
+      std::vector<std::string> all = warnings;
+      Complete(plan, name, collector, started_at, &outcome);
+      RemoveCallScope(plan, &all);  // before Wait() returns: nothing is left
+      outcome.warnings.insert(outcome.warnings.begin(), all.begin(), all.end());
+    };
+    auto process = StartOnAgent(container.agent_dir, plan, sink, std::move(finish));
+    if (process) {
+      removal.Disarm();
+      return process;
+    }
+    warnings.push_back(AgentFallbackWarning(container.name, process.error()));
+  }
   SANDRUN_ASSIGN_OR_RETURN(CreatedExec created, CreateExecFor(plan, spec, &warnings));
   auto stream = client_->AttachExec(created.exec_id, spec);
   if (!stream) return SandboxUnavailable(std::move(stream).error(), "starting the exec");
@@ -318,6 +374,7 @@ Result<std::unique_ptr<RunningProcess>> DockerExecutor::Start(const Plan& plan, 
 
 Result<std::unique_ptr<RunningProcess>> DockerExecutor::Adopt(const std::string& key, LiveSink sink,
                                                               int64_t timeout_ms) {
+  if (IsAgentAdoptionKey(key)) return AdoptOnAgent(key, std::move(sink));  // its own timeout
   return AdoptExec(client_, key, std::move(sink), timeout_ms);
 }
 

@@ -1,7 +1,9 @@
-// Runs plans in the scope's sandbox container through the Engine API: finds or creates the
-// container (one per scope and instance, SPEC §4), runs `/bin/sh -lc PREFIX+command` as an exec
-// (through the exec wrapper where the container has it, exec_wrapper.h), streams its output,
-// enforces the timeout by killing the exec's process tree in the container.
+// Runs plans in the scope's sandbox container: finds or creates the container (one per scope
+// and instance, SPEC §4) and runs `/bin/sh -lc PREFIX+command` in it, through the container's
+// agent where it has one (the fast path, agent_exec.h), else as an Engine API exec (through the
+// exec wrapper where the container has it, exec_wrapper.h); streams its output and enforces the
+// timeout by killing the command's process tree in the container. An agent that does not
+// answer gets the call the Engine API exec, with a warning.
 // Fails closed: when the engine, the image or the container is unavailable, nothing runs.
 //
 // Pattern of use:
@@ -29,9 +31,10 @@ inline constexpr char kPathPrefix[] =
 
 class DockerExecutor final : public Executor, public std::enable_shared_from_this<DockerExecutor> {
  public:
-  // `exec_wrapper`: see ContainerPool.
+  // `exec_wrapper`, `agent_binary`: see ContainerPool.
   explicit DockerExecutor(std::shared_ptr<docker::Client> client,
-                          std::optional<ExecWrapper> exec_wrapper = std::nullopt);
+                          std::optional<ExecWrapper> exec_wrapper = std::nullopt,
+                          std::optional<ExecWrapper> agent_binary = std::nullopt);
 
   Result<ExecOutcome> Run(const Plan& plan, const LiveSink& live,
                           const CancelToken* cancel) override;
@@ -68,6 +71,10 @@ class DockerExecutor final : public Executor, public std::enable_shared_from_thi
   ExecOutcome Finish(const Plan& plan, const CreatedExec& exec, Status streamed,
                      OutputCollector& collector, const CancelToken* cancel,
                      Deadline::Clock::time_point started_at);
+  // The outcome's output fields, place and duration, then the container's health (after a long
+  // or killed run) and the periodic prune: the end of every run, agent or Engine API.
+  void Complete(const Plan& plan, const std::string& container, const OutputCollector& collector,
+                Deadline::Clock::time_point started_at, ExecOutcome* outcome);
   // exec --rm (plan.sandbox.remove_after): removes the call's own scope, its container and
   // scratch data; a failure is a warning appended to `warnings`. Nothing for other plans.
   void RemoveCallScope(const Plan& plan, std::vector<std::string>* warnings);

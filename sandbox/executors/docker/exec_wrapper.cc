@@ -51,7 +51,7 @@ std::optional<int64_t> Field(const std::string& line, char tag) {
 
 }  // namespace
 
-ExecWrapper FindExecWrapper(bool engine_is_local) {
+ExecWrapper FindBundledBinary(const char* name, const char* what, bool engine_is_local) {
   ExecWrapper w;
   if (!engine_is_local) {
     w.reason = "the engine is not local (a bind source is a path on the engine's host)";
@@ -62,10 +62,18 @@ ExecWrapper FindExecWrapper(bool engine_is_local) {
     w.reason = "cannot find this program's directory";
     return w;
   }
-  return CheckExecWrapper(dir + "/" + kExecWrapperBinary);
+  return CheckBundledBinary(dir + "/" + name, what);
+}
+
+ExecWrapper FindExecWrapper(bool engine_is_local) {
+  return FindBundledBinary(kExecWrapperBinary, "exec wrapper", engine_is_local);
 }
 
 ExecWrapper CheckExecWrapper(const std::string& path) {
+  return CheckBundledBinary(path, "exec wrapper");
+}
+
+ExecWrapper CheckBundledBinary(const std::string& path, const char* what) {
   ExecWrapper w;
   // The bind source must be the trusted file itself: no link on the way (a link could be
   // pointed elsewhere after the check), and nobody but root or the runner may change it or
@@ -79,7 +87,7 @@ ExecWrapper CheckExecWrapper(const std::string& path) {
     w.reason = path + " is not an executable regular file";
     return w;
   }
-  if (auto trusted = CheckTrustedFile(path, "exec wrapper"); !trusted) {
+  if (auto trusted = CheckTrustedFile(path, what); !trusted) {
     w.reason = trusted.error().ToString();
     return w;
   }

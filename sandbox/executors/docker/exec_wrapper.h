@@ -52,6 +52,10 @@ struct ExecWrapper {
 ExecWrapper FindExecWrapper(bool engine_is_local);
 // The same checks for the binary at `host_path` (tests, which run from another directory).
 ExecWrapper CheckExecWrapper(const std::string& host_path);
+// The same for any binary shipped next to sandrun and bound into containers (the agent):
+// `name` next to this program, `what` names it in messages.
+ExecWrapper FindBundledBinary(const char* name, const char* what, bool engine_is_local);
+ExecWrapper CheckBundledBinary(const std::string& host_path, const char* what);
 
 // The read-only bind mount of the wrapper at kExecWrapperPath.
 docker::BindMount WrapperMount(const ExecWrapper& wrapper);
