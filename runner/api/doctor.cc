@@ -18,6 +18,7 @@
 #include "sandbox/base/strings.h"
 #include "sandbox/docker/client.h"
 #include "sandbox/docker/image_build.h"
+#include "sandbox/executors/docker/agent_link.h"
 #include "sandbox/executors/docker/exec_wrapper.h"
 #include "sandbox/executors/docker/host_mounts.h"
 #include "sandbox/harden/confine.h"
@@ -174,7 +175,29 @@ std::string UsedBy(const ImageUse& use) {
   return " (" + keys + ")";
 }
 
-void EngineChecks(std::vector<DoctorCheck>& checks, const std::vector<ImageUse>& images) {
+// Which path sandbox commands take: the in-container agent (a unix socket per container, about
+// a millisecond per command) or the Engine API exec (the engine's runc exec, tens of ms).
+DoctorCheck ExecPathCheck(bool engine_is_local, const config::Config* cfg) {
+  const config::DockerSettings docker = cfg ? cfg->global.sandbox.docker : config::DockerSettings();
+  exec::SandboxSpec probe;
+  probe.exec_agent = docker.exec_agent;
+  // The default user is the workspace owner or nobody; either is a numeric non-root uid:gid.
+  probe.user = Trim(docker.user).empty() ? "65534:65534" : Trim(docker.user);
+  exec::ExecWrapper binary = exec::FindAgentBinary(engine_is_local);
+  const std::string why = exec::AgentUnusableReason(probe, binary);
+  if (why.empty()) {
+    return Check("exec-path", Level::kOk,
+                 "sandbox agent: " + binary.host_path + " at " + agent::kAgentBinaryPath +
+                     " in each sandbox; commands start through its unix socket, not the engine");
+  }
+  return Check("exec-path", Level::kWarn,
+               "Engine API exec (slower): " + why + (engine_is_local ? "" : "; the engine is remote"),
+               "run sandrun as root with a local engine, sandrun-agent next to sandrun, "
+               "sandbox.docker.user a numeric non-root uid:gid and sandbox.docker.execAgent true");
+}
+
+void EngineChecks(std::vector<DoctorCheck>& checks, const std::vector<ImageUse>& images,
+                  const config::Config* cfg) {
   auto client = docker::Client::FromEnvironment({std::chrono::milliseconds(3000)});
   if (!client) {
     checks.push_back(Check("engine", Level::kFail, client.error().ToString(),
@@ -224,6 +247,8 @@ void EngineChecks(std::vector<DoctorCheck>& checks, const std::vector<ImageUse>&
                            "install sandrun-exec next to sandrun (the build puts it there), owned "
                            "by root and writable only by its owner"));
   }
+  checks.push_back(
+      ExecPathCheck((*client)->endpoint().kind == docker::Endpoint::Kind::kUnix, cfg));
 
   const std::string images_dir = docker::DefaultImagesDir();
   for (const ImageUse& use : images) {
@@ -541,7 +566,7 @@ DoctorReport RunDoctor(const std::string& config_file) {
   DoctorReport report;
   report.checks.push_back(StateDirCheck());
   std::optional<config::Config> cfg = ConfigCheck(config_file, report.checks);
-  EngineChecks(report.checks, ImagesToCheck(cfg ? &*cfg : nullptr));
+  EngineChecks(report.checks, ImagesToCheck(cfg ? &*cfg : nullptr), cfg ? &*cfg : nullptr);
   report.checks.push_back(SeccompCheck());
   report.checks.push_back(FilterCheck());
   report.checks.push_back(ConfineCheck());

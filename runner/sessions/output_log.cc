@@ -184,6 +184,14 @@ Status OutputLog::OpenExisting(const std::string& path) {
   return Ok();
 }
 
+Status OutputLog::ReopenForAppend() {
+  if (mode_ != Mode::kFile || fd_.valid() || path_.empty()) return Ok();
+  UniqueFd fd(::open(path_.c_str(), O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!fd.valid()) return Error::FromErrno(errno, "reopening " + path_);
+  fd_ = std::move(fd);
+  return Ok();
+}
+
 uint64_t OutputLog::size() const {
   return mode_ == Mode::kBuffering ? head_.size() + ring_.size() : size_;
 }

@@ -42,6 +42,9 @@ class OutputLog {
   Status Persist(const std::string& path);
   // Adopts an existing log file (a recovered session), indexing its lines. Read on demand.
   Status OpenExisting(const std::string& path);
+  // An adopted log that goes on growing (a re-adopted process prints more): appends go to its
+  // file again. Nothing to do for a log that is not a file or is open.
+  Status ReopenForAppend();
   bool persisted() const { return mode_ == Mode::kFile; }
   // No more output: the file is reopened read-only for each read (finished sessions hold no fd).
   void Close() { fd_.reset(); }

@@ -144,6 +144,7 @@ void Session::Adopt(std::unique_ptr<exec::RunningProcess> process, const std::st
   settled_ = false;
   input_open_ = false;  // its stdin stayed with the server that started it
   exit_event_sent_ = false;
+  (void)log_.ReopenForAppend();  // best effort: a log that cannot grow keeps what it has
   AppendLocked(exec::Stream::kStdout, note);
   WriteMetaLocked();
   StartWaiterLocked();

@@ -17,9 +17,6 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 
 constexpr char kKeyPrefix[] = "sandrun-agent-v1|";
-// The runner acknowledges output in steps of this many bytes (and at the end): the agent keeps
-// at most agent::kMaxUnacked unacknowledged, so this must stay well below it.
-constexpr uint64_t kAckEvery = 256 * 1024;
 constexpr auto kConnectTimeout = seconds(5);
 
 Stream StreamOf(uint8_t stream) { return stream == agent::kStderr ? Stream::kStderr : Stream::kStdout; }
@@ -49,7 +46,8 @@ class Receiver {
         collector_.Append(StreamOf(e.stream), std::string_view(e.data).substr(skip));
         received_ = e.offset + e.data.size();
       }
-      if (received_ - acked_ >= kAckEvery) AckNow();
+      // Each delivered chunk is acknowledged: a runner that dies now repeats at most this one.
+      AckNow();
     }
   }
   // Acknowledges everything delivered so far (before leaving a command running).

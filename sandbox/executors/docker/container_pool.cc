@@ -214,8 +214,16 @@ std::string ContainerPool::AgentReason(const SandboxSpec& spec) const {
 Result<EnsuredContainer> ContainerPool::CreateAndStart(const SandboxSpec& spec,
                                                        const std::string& name,
                                                        std::vector<std::string>* warnings) {
-  const bool agent_wanted = AgentReason(spec).empty();
-  if (!agent_wanted) return CreateAndStartWith(spec, name, false, agent_wanted);
+  const std::string why_not = AgentReason(spec);
+  const bool agent_wanted = why_not.empty();
+  if (!agent_wanted) {
+    // Said once per container (sandbox.docker.execAgent false is a choice: not said).
+    if (spec.exec_agent) {
+      warnings->push_back("Warning: no sandbox agent in " + name + " (" + why_not +
+                          "); its commands use the Engine API exec (slower).");
+    }
+    return CreateAndStartWith(spec, name, false, agent_wanted);
+  }
   auto with_agent = CreateAndStartWith(spec, name, true, agent_wanted);
   if (with_agent || with_agent.error().code != ErrorCode::kIo) return with_agent;
   // The agent did not come up (an image or engine it cannot run on): the container again,

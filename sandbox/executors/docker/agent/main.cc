@@ -156,6 +156,11 @@ struct Command {
   uint64_t sent = 0;  // to the attached connection
   bool reaped = false;
   int status = 0;
+  // Processes of its tree left when its first process ended (reparented to the agent), found
+  // by the tree kill; and when a KILL was sent (its output is then closed soon after the end,
+  // whoever still holds it).
+  std::set<pid_t> orphans;
+  int64_t killed_at_ms = 0;
   bool timed_out = false;
   int64_t deadline_ms = 0;  // 0: none
   int64_t kill_at_ms = 0;   // after a timeout's TERM: KILL then
@@ -176,6 +181,37 @@ struct Conn {
   bool closing = false;
 };
 
+
+struct ProcStat {
+  pid_t pid, ppid, pgrp, session;
+};
+
+
+std::vector<ProcStat> ReadProcs() {
+  std::vector<ProcStat> procs;
+  DIR* d = opendir("/proc");
+  if (d == nullptr) return procs;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+    char path[300], buf[512];
+    snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+    const int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    const ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) continue;
+    buf[n] = '\0';
+    const char* rp = strrchr(buf, ')');  // the name may hold spaces and parentheses
+    if (rp == nullptr) continue;
+    char state;
+    ProcStat s{};
+    s.pid = atoi(e->d_name);
+    if (sscanf(rp + 1, " %c %d %d %d", &state, &s.ppid, &s.pgrp, &s.session) != 4) continue;
+    procs.push_back(s);
+  }
+  closedir(d);
+  return procs;
+}
 
 class Agent {
  public:
@@ -606,51 +642,37 @@ void Agent::Pump(Command& cmd) {
 }
 
 void Agent::Reap() {
+  std::vector<Command*> ended;
   for (;;) {
     int status = 0;
     const pid_t pid = waitpid(-1, &status, WNOHANG);
-    if (pid <= 0) return;
+    if (pid <= 0) break;
     for (auto& [id, cmd] : commands_) {
       if (cmd->pid == pid && !cmd->reaped) {
         cmd->reaped = true;
         cmd->status = status;
         if (cmd->conn == nullptr) cmd->forget_at_ms = NowMs() + kForgetAfterMs;
+        ended.push_back(cmd.get());
       }
     }
     // Anything else was an orphan of some command's tree: reaped, nothing to report.
   }
-}
-
-struct ProcStat {
-  pid_t pid, ppid, pgrp, session;
-};
-
-std::vector<ProcStat> ReadProcs() {
-  std::vector<ProcStat> procs;
-  DIR* d = opendir("/proc");
-  if (d == nullptr) return procs;
-  while (dirent* e = readdir(d)) {
-    if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
-    char path[300], buf[512];
-    snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
-    const int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) continue;
-    const ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0) continue;
-    buf[n] = '\0';
-    const char* rp = strrchr(buf, ')');  // the name may hold spaces and parentheses
-    if (rp == nullptr) continue;
-    char state;
-    ProcStat s{};
-    s.pid = atoi(e->d_name);
-    if (sscanf(rp + 1, " %c %d %d %d", &state, &s.ppid, &s.pgrp, &s.session) != 4) continue;
-    if (state == 'Z') continue;
-    procs.push_back(s);
+  if (ended.empty()) return;
+  // The children of a command's first process came to the agent when it ended: they are that
+  // command's (by their session or group; else the only command that just ended).
+  std::set<pid_t> roots;
+  for (const auto& [id, cmd] : commands_) roots.insert(cmd->pid);
+  for (const ProcStat& p : ReadProcs()) {
+    if (p.ppid != getpid() || roots.count(p.pid) != 0) continue;
+    Command* owner = nullptr;
+    for (Command* c : ended) {
+      if (p.session == c->pid || p.pgrp == c->pid) owner = c;
+    }
+    if (owner == nullptr && ended.size() == 1) owner = ended.front();
+    if (owner != nullptr) owner->orphans.insert(p.pid);
   }
-  closedir(d);
-  return procs;
 }
+
 
 // Signals the command's tree: its session and process group (it is their leader) and every
 // descendant of its first process (orphans stay under it: it is a subreaper). As the command's
@@ -658,12 +680,15 @@ std::vector<ProcStat> ReadProcs() {
 // it meanwhile), since the agent has no CAP_KILL.
 void Agent::KillTree(Command& cmd, int sig) {
   if (seteuid(cmd.uid) != 0) return;
+  if (sig == SIGKILL && cmd.killed_at_ms == 0) cmd.killed_at_ms = NowMs();
+  // The tree is read before anything is signalled: once a process dies its children go to the
+  // agent and no longer show whose they were. Later rounds catch what forked meanwhile.
+  std::set<pid_t> known = cmd.orphans;
+  if (!cmd.reaped) known.insert(cmd.pid);
   const int rounds = sig == SIGKILL ? 4 : 1;
   for (int round = 0; round < rounds; ++round) {
-    if (!cmd.reaped) (void)kill(-cmd.pid, sig);
     std::vector<ProcStat> procs = ReadProcs();
-    std::set<pid_t> tree;
-    if (!cmd.reaped) tree.insert(cmd.pid);
+    std::set<pid_t> tree = known;
     bool grew = true;
     while (grew) {
       grew = false;
@@ -676,7 +701,9 @@ void Agent::KillTree(Command& cmd, int sig) {
       }
     }
     tree.erase(getpid());
+    known = tree;
     bool any = false;
+    if (!cmd.reaped) any |= kill(-cmd.pid, sig) == 0;
     for (pid_t p : tree) any |= kill(p, sig) == 0;
     if (!any) break;
   }
@@ -695,6 +722,14 @@ void Agent::Tick(int64_t now) {
       KillTree(cmd, SIGKILL);
       cmd.kill_at_ms = 0;
     }
+    // Killed and ended: whatever still holds its output (out of the tree's reach) does not keep
+    // the command from ending.
+    if (cmd.reaped && cmd.killed_at_ms > 0 && now - cmd.killed_at_ms >= 1000) {
+      for (int* fd : {&cmd.out_fd, &cmd.err_fd}) {
+        if (*fd >= 0) close(*fd);
+        *fd = -1;
+      }
+    }
     if (cmd.conn == nullptr && cmd.finished() && cmd.forget_at_ms > 0 && now >= cmd.forget_at_ms) {
       if (cmd.in_fd >= 0 && !cmd.pty) close(cmd.in_fd);
       it = commands_.erase(it);
@@ -710,6 +745,9 @@ int64_t Agent::NextWakeMs(int64_t now) const {
     if (!cmd->reaped && cmd->deadline_ms > 0 && !cmd->timed_out) next = std::min(next, cmd->deadline_ms);
     if (cmd->kill_at_ms > 0) next = std::min(next, cmd->kill_at_ms);
     if (cmd->forget_at_ms > 0) next = std::min(next, cmd->forget_at_ms);
+    if (cmd->reaped && cmd->killed_at_ms > 0 && (cmd->out_fd >= 0 || cmd->err_fd >= 0)) {
+      next = std::min(next, cmd->killed_at_ms + 1000);
+    }
   }
   return next - now < 0 ? 0 : next - now;
 }
