@@ -190,10 +190,11 @@ DoctorCheck ExecPathCheck(bool engine_is_local, const config::Config* cfg) {
                  "sandbox agent: " + binary.host_path + " at " + agent::kAgentBinaryPath +
                      " in each sandbox; commands start through its unix socket, not the engine");
   }
-  return Check("exec-path", Level::kWarn,
-               "Engine API exec (slower): " + why + (engine_is_local ? "" : "; the engine is remote"),
-               "run sandrun as root with a local engine, sandrun-agent next to sandrun, "
-               "sandbox.docker.user a numeric non-root uid:gid and sandbox.docker.execAgent true");
+  return Check(
+      "exec-path", Level::kWarn,
+      "Engine API exec (slower): " + why + (engine_is_local ? "" : "; the engine is remote"),
+      "run sandrun as root with a local engine, sandrun-agent next to sandrun, "
+      "sandbox.docker.user a numeric non-root uid:gid and sandbox.docker.execAgent true");
 }
 
 void EngineChecks(std::vector<DoctorCheck>& checks, const std::vector<ImageUse>& images,
@@ -247,8 +248,7 @@ void EngineChecks(std::vector<DoctorCheck>& checks, const std::vector<ImageUse>&
                            "install sandrun-exec next to sandrun (the build puts it there), owned "
                            "by root and writable only by its owner"));
   }
-  checks.push_back(
-      ExecPathCheck((*client)->endpoint().kind == docker::Endpoint::Kind::kUnix, cfg));
+  checks.push_back(ExecPathCheck((*client)->endpoint().kind == docker::Endpoint::Kind::kUnix, cfg));
 
   const std::string images_dir = docker::DefaultImagesDir();
   for (const ImageUse& use : images) {

@@ -1,14 +1,15 @@
 # Installing sandrun (`cmake --install build --prefix P`) and packaging it (`cpack -G DEB` in the
 # build dir). The layout is what sandbox/os/data_dir.h looks for at run time, relative to the
 # real path of the executable, so an installed tree can be copied anywhere:
-#   P/bin/sandrun, P/bin/sandrun-exec (the exec wrapper: next to sandrun, see exec_wrapper.h)
+#   P/bin/sandrun, P/bin/sandrun-exec (the exec wrapper: next to sandrun, see exec_wrapper.h),
+#   P/bin/sandrun-agent (the sandbox agent: next to sandrun, see agent_link.h)
 #   P/share/sandrun/profiles/..., P/share/sandrun/images/... (rootfs.sh executable)
 #   P/lib/systemd/system/sandrun.service (ExecStart=P/bin/sandrun serve)
 #   P/share/doc/sandrun/README.md
 # Nothing of tests/ is installed. The paths are fixed (not GNUInstallDirs): the lookup goes from
 # bin/ to ../share/sandrun.
 
-install(TARGETS sandrun sandrun-exec RUNTIME DESTINATION bin
+install(TARGETS sandrun sandrun-exec sandrun-agent RUNTIME DESTINATION bin
         PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ GROUP_EXECUTE
                     WORLD_READ WORLD_EXECUTE)
 # Modes are set, not copied from the checkout: the profile loaders refuse files that group or

@@ -73,6 +73,7 @@ TEST_F(InstallTest, LaysOutBinariesDataAndUnitOnly) {
   }
   EXPECT_TRUE(files.count("bin/sandrun"));
   EXPECT_TRUE(files.count("bin/sandrun-exec"));
+  EXPECT_TRUE(files.count("bin/sandrun-agent"));
   EXPECT_TRUE(files.count("share/sandrun/profiles/seccomp/default.json"));
   EXPECT_TRUE(files.count("share/sandrun/profiles/README.md"));
   EXPECT_TRUE(files.count("share/sandrun/images/minimal/rootfs.sh"));
@@ -81,7 +82,8 @@ TEST_F(InstallTest, LaysOutBinariesDataAndUnitOnly) {
   // Nothing else: no test binary, helper or library.
   for (const std::string& f : files) {
     const bool expected = f == "bin/sandrun" || f == "bin/sandrun-exec" ||
-                          f.rfind("share/sandrun/", 0) == 0 || f == "share/doc/sandrun/README.md" ||
+                          f == "bin/sandrun-agent" || f.rfind("share/sandrun/", 0) == 0 ||
+                          f == "share/doc/sandrun/README.md" ||
                           f == "lib/systemd/system/sandrun.service";
     EXPECT_TRUE(expected) << "unexpected installed file " << f;
   }
@@ -112,6 +114,9 @@ TEST_F(InstallTest, CopiedTreeRunsDoctorAndSandboxedExecFromItsShareDir) {
       << doctor.out;
   // The exec wrapper of the copy (not of the build tree) is what containers get.
   EXPECT_NE(doctor.out.find("ok    exec-wrapper " + p + "/bin/sandrun-exec at"), std::string::npos)
+      << doctor.out;
+  EXPECT_NE(doctor.out.find("ok    exec-path    sandbox agent: " + p + "/bin/sandrun-agent at"),
+            std::string::npos)
       << doctor.out;
   EXPECT_EQ(doctor.out.find(SANDRUN_SOURCE_DIR "/profiles"), std::string::npos) << doctor.out;
 

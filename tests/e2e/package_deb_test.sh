@@ -24,6 +24,7 @@ files=$(awk '$1 !~ /^d/ {sub(/^\./, "", $6); print $1, $6}' <<<"$listing")
 has() { grep -qxF -e "$1" <<<"$files" || fail "missing or wrong mode: $1"; }
 has '-rwxr-xr-x /usr/bin/sandrun'
 has '-rwxr-xr-x /usr/bin/sandrun-exec'
+has '-rwxr-xr-x /usr/bin/sandrun-agent'
 has '-rw-r--r-- /usr/share/sandrun/profiles/seccomp/default.json'
 has '-rw-r--r-- /usr/share/sandrun/profiles/host/default.json'
 has '-rw-r--r-- /usr/share/sandrun/profiles/containers/default.json'
@@ -33,7 +34,7 @@ has '-rwxr-xr-x /usr/share/sandrun/images/bookworm/rootfs.sh'
 has '-rw-r--r-- /usr/share/sandrun/images/common/profile'
 has '-rw-r--r-- /usr/lib/systemd/system/sandrun.service'
 # Nothing but sandrun's binaries, data, unit and docs: no test binary, helper or library.
-unexpected=$(awk '{print $2}' <<<"$files" | grep -vE '^/usr/bin/sandrun(-exec)?$|^/usr/share/sandrun/(profiles|images)/|^/usr/lib/systemd/system/sandrun\.service$|^/usr/share/doc/sandrun/')
+unexpected=$(awk '{print $2}' <<<"$files" | grep -vE '^/usr/bin/sandrun(-exec|-agent)?$|^/usr/share/sandrun/(profiles|images)/|^/usr/lib/systemd/system/sandrun\.service$|^/usr/share/doc/sandrun/')
 [ -z "$unexpected" ] || fail "unexpected files in the package: $unexpected"
 # Every profile and recipe of the source tree is in it.
 src=$(cd "$(dirname "$0")/../.." && pwd)

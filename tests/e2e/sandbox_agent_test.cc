@@ -39,9 +39,10 @@ class SandboxAgent : public SandrunHome {
   // The small image, the workspace mounted, the agent used or not; `top` more top-level members.
   void SandboxConfig(bool agent, const std::string& docker_extra = "",
                      const std::string& top = "") {
-    Config(R"({"sandbox": {"workspaceAccess": "rw", "docker": {"image": "sandrun-sandbox:minimal")" +
-           std::string(agent ? "" : R"(, "execAgent": false)") + docker_extra + "}}" +
-           (top.empty() ? "" : ", " + top) + "}");
+    Config(
+        R"({"sandbox": {"workspaceAccess": "rw", "docker": {"image": "sandrun-sandbox:minimal")" +
+        std::string(agent ? "" : R"(, "execAgent": false)") + docker_extra + "}}" +
+        (top.empty() ? "" : ", " + top) + "}");
   }
   rapidjson::Document Process(std::vector<std::string> args) {
     args.insert(args.begin(), "process");
@@ -165,8 +166,8 @@ int main(int argc, char** argv) {
   auto after = Exec({}, "echo still-served");
   EXPECT_EQ(after.exit_code, 0) << after.err;
   EXPECT_EQ(after.out, "still-served\n");
-  EXPECT_EQ(after.err.find("Warning"), std::string::npos) << "the same agent served it: "
-                                                          << after.err;
+  EXPECT_EQ(after.err.find("Warning"), std::string::npos)
+      << "the same agent served it: " << after.err;
   EXPECT_EQ(ContainerCount(), 1u);
 }
 
@@ -273,7 +274,8 @@ TEST_F(SandboxAgent, AGracefulRestartLeavesTheSessionRunningAndReattaches) {
 TEST_F(SandboxAgent, ACommandSeesTheSameEnvironmentOnBothPaths) {
   const std::string script =
       "env | grep -v -e '^HOSTNAME=' -e '^SANDRUN_EXEC_TOKEN=' | sort; id; pwd; umask; ulimit -n; "
-      "ulimit -u; cat /proc/self/status | grep -E '^(Uid|Gid|Groups|NoNewPrivs|Seccomp|CapPrm|CapEff)'";
+      "ulimit -u; cat /proc/self/status | grep -E "
+      "'^(Uid|Gid|Groups|NoNewPrivs|Seccomp|CapPrm|CapEff)'";
   auto agent = Exec({"--env", "FOO=bar"}, script);
   ASSERT_EQ(agent.exit_code, 0) << agent.err;
   SandboxConfig(false);

@@ -284,6 +284,8 @@ TEST_F(SandboxExec, ExitCode139StaysAnExitCode) {
 }
 
 TEST_F(SandboxExec, ExecRecordsAreRemovedOnceRead) {
+  // The exec wrapper's records: the Engine API path (the agent reports signals itself).
+  Config(R"({"sandbox": {"docker": {"image": "sandrun-sandbox:minimal", "execAgent": false}}})");
   ASSERT_EQ(Exec({}, "kill -KILL $$").exit_code, 128 + 9);
   ASSERT_EQ(Exec({}, "exit 130").exit_code, 130);
   ASSERT_EQ(Exec({}, "true").exit_code, 0);

@@ -19,7 +19,9 @@ using std::chrono::seconds;
 constexpr char kKeyPrefix[] = "sandrun-agent-v1|";
 constexpr auto kConnectTimeout = seconds(5);
 
-Stream StreamOf(uint8_t stream) { return stream == agent::kStderr ? Stream::kStderr : Stream::kStdout; }
+Stream StreamOf(uint8_t stream) {
+  return stream == agent::kStderr ? Stream::kStderr : Stream::kStdout;
+}
 
 // Output and acknowledgements of one command, in order: a replay after ATTACH may repeat bytes
 // the runner already has; those are skipped.
@@ -213,12 +215,12 @@ Result<AgentStart> AgentStartFor(const Plan& plan, bool stdin_open, bool kill_on
   return s;
 }
 
-Result<ExecOutcome> RunOnAgent(const std::string& dir, const Plan& plan,
-                               OutputCollector& collector, const CancelToken* cancel,
-                               bool* started) {
+Result<ExecOutcome> RunOnAgent(const std::string& dir, const Plan& plan, OutputCollector& collector,
+                               const CancelToken* cancel, bool* started) {
   *started = false;
   SANDRUN_ASSIGN_OR_RETURN(AgentStart start, AgentStartFor(plan, false, true));
-  SANDRUN_ASSIGN_OR_RETURN(AgentLink link, AgentLink::Connect(dir, Deadline::After(kConnectTimeout)));
+  SANDRUN_ASSIGN_OR_RETURN(AgentLink link,
+                           AgentLink::Connect(dir, Deadline::After(kConnectTimeout)));
   SANDRUN_RETURN_IF_ERROR(link.Start(start, Deadline::After(kConnectTimeout)));
   *started = true;
   // The agent enforces the timeout; this deadline only guards against an agent that stopped
@@ -255,11 +257,12 @@ Result<ExecOutcome> RunOnAgent(const std::string& dir, const Plan& plan,
 Result<std::unique_ptr<RunningProcess>> StartOnAgent(const std::string& dir, const Plan& plan,
                                                      LiveSink sink, AgentFinish finish) {
   SANDRUN_ASSIGN_OR_RETURN(AgentStart start, AgentStartFor(plan, true, false));
-  SANDRUN_ASSIGN_OR_RETURN(AgentLink link, AgentLink::Connect(dir, Deadline::After(kConnectTimeout)));
+  SANDRUN_ASSIGN_OR_RETURN(AgentLink link,
+                           AgentLink::Connect(dir, Deadline::After(kConnectTimeout)));
   SANDRUN_ASSIGN_OR_RETURN(auto started, link.Start(start, Deadline::After(kConnectTimeout)));
   return std::unique_ptr<RunningProcess>(std::make_unique<AgentProcess>(
-      std::move(link), AdoptionKey(dir, start.id, plan.pty), started.pid, plan.pty, plan.max_output_chars,
-      std::move(sink), std::move(finish), 0));
+      std::move(link), AdoptionKey(dir, start.id, plan.pty), started.pid, plan.pty,
+      plan.max_output_chars, std::move(sink), std::move(finish), 0));
 }
 
 bool IsAgentAdoptionKey(const std::string& key) { return key.rfind(kKeyPrefix, 0) == 0; }

@@ -32,9 +32,8 @@ Result<AgentStart> AgentStartFor(const Plan& plan, bool stdin_open, bool kill_on
 // TERM, then KILL after the plan's grace). An Error with `started` false: nothing ran (no agent
 // answering; the caller may fall back to the Engine API); with `started` true the command may
 // have run and the error is the outcome.
-Result<ExecOutcome> RunOnAgent(const std::string& dir, const Plan& plan,
-                               OutputCollector& collector, const CancelToken* cancel,
-                               bool* started);
+Result<ExecOutcome> RunOnAgent(const std::string& dir, const Plan& plan, OutputCollector& collector,
+                               const CancelToken* cancel, bool* started);
 
 // Called once from the process's thread when the command ended, to complete the outcome (the
 // output fields, warnings, the container's health) before Wait() returns it.

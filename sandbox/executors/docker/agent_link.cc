@@ -9,10 +9,10 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstring>
-#include <ctime>
 #include <chrono>
 #include <climits>
+#include <cstring>
+#include <ctime>
 #include <thread>
 #include <utility>
 
@@ -93,9 +93,8 @@ Result<AgentLink> AgentLink::Connect(const std::string& dir, Deadline deadline) 
   UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (fd.get() < 0) return Error::FromErrno(errno, "sandbox agent: socket");
   if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    return Error(ErrorCode::kIo,
-                 std::string("sandbox agent: cannot connect to ") + dir + "/" +
-                     agent::kSocketName + ": " + std::strerror(errno));
+    return Error(ErrorCode::kIo, std::string("sandbox agent: cannot connect to ") + dir + "/" +
+                                     agent::kSocketName + ": " + std::strerror(errno));
   }
   AgentLink link(std::move(fd));
   SANDRUN_RETURN_IF_ERROR(link.Write(FrameWriter(Op::kHello).Str(secret).Finish()));
@@ -185,7 +184,8 @@ Result<AgentLink::Started> AgentLink::Start(const AgentStart& s, Deadline deadli
   return StartedFrom(ReadFrame({deadline, nullptr}));
 }
 
-Result<AgentLink::Started> AgentLink::Attach(const std::string& id, uint64_t from, Deadline deadline) {
+Result<AgentLink::Started> AgentLink::Attach(const std::string& id, uint64_t from,
+                                             Deadline deadline) {
   SANDRUN_RETURN_IF_ERROR(Write(FrameWriter(Op::kAttach).Str(id).U64(from).Finish()));
   return StartedFrom(ReadFrame({deadline, nullptr}));
 }
@@ -258,8 +258,7 @@ ExecWrapper FindAgentBinary(bool engine_is_local) {
 }
 
 Result<std::string> PrepareAgentDir(const std::string& state_dir) {
-  SANDRUN_ASSIGN_OR_RETURN(UniqueFd parent,
-                           MakeDirsNoSymlinks(state_dir + "/" + kAgentsDir, 0700));
+  SANDRUN_ASSIGN_OR_RETURN(UniqueFd parent, MakeDirsNoSymlinks(state_dir + "/" + kAgentsDir, 0700));
   SANDRUN_ASSIGN_OR_RETURN(std::string name, RandomHex(8));
   SANDRUN_ASSIGN_OR_RETURN(std::string secret, RandomHex(agent::kSecretHexLength / 2));
   SANDRUN_ASSIGN_OR_RETURN(UniqueFd made, MakeDirAt(parent.get(), name, 0700));

@@ -173,10 +173,8 @@ std::string ConfigHash(const SandboxSpec& spec, bool exec_wrapper, bool exec_age
       exec_wrapper ? std::string("\nexecWrapper=") + kExecWrapperVersion : std::string();
   // Whether the container is meant to run the agent (protocol version), not whether it came
   // up: a container whose agent failed keeps the hash and is used through the Engine API.
-  std::string agent =
-      exec_agent ? "\nexecAgent=" + std::to_string(agent::kVersion) : std::string();
-  return Sha256Hex("sandrun-sandbox-v2\n" + canonical + "\n" + spec.setup_command + wrapper +
-                   agent)
+  std::string agent = exec_agent ? "\nexecAgent=" + std::to_string(agent::kVersion) : std::string();
+  return Sha256Hex("sandrun-sandbox-v2\n" + canonical + "\n" + spec.setup_command + wrapper + agent)
       .substr(0, 32);
 }
 
@@ -235,8 +233,8 @@ Result<EnsuredContainer> ContainerPool::CreateAndStart(const SandboxSpec& spec,
 }
 
 Result<EnsuredContainer> ContainerPool::CreateAndStartWith(const SandboxSpec& spec,
-                                                           const std::string& name,
-                                                           bool with_agent, bool agent_wanted) {
+                                                           const std::string& name, bool with_agent,
+                                                           bool agent_wanted) {
   if (spec.seccomp_profile_json.empty()) {
     // Fail closed: a plan without the filter's JSON is a bug upstream, never "no filter".
     return Error(ErrorCode::kInvalidArgument,

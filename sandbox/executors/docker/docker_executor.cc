@@ -17,8 +17,7 @@ namespace sandrun::exec {
 DockerExecutor::DockerExecutor(std::shared_ptr<docker::Client> client,
                                std::optional<ExecWrapper> exec_wrapper,
                                std::optional<ExecWrapper> agent_binary)
-    : client_(client),
-      pool_(std::move(client), std::move(exec_wrapper), std::move(agent_binary)) {}
+    : client_(client), pool_(std::move(client), std::move(exec_wrapper), std::move(agent_binary)) {}
 
 Status DockerExecutor::KillExecTree(const ExecTree& tree, int signal, int64_t grace_ms) {
   return KillContainerExecTree(*client_, tree, signal, grace_ms);

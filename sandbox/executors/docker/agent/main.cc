@@ -161,6 +161,8 @@ struct Command {
   // whoever still holds it).
   std::set<pid_t> orphans;
   int64_t killed_at_ms = 0;
+  std::string pending_in;  // STDIN bytes not yet written to the command
+  bool stdin_eof = false;  // STDIN_EOF came: close (or ^D on a PTY) once pending_in is written
   bool timed_out = false;
   int64_t deadline_ms = 0;  // 0: none
   int64_t kill_at_ms = 0;   // after a timeout's TERM: KILL then
@@ -181,11 +183,9 @@ struct Conn {
   bool closing = false;
 };
 
-
 struct ProcStat {
   pid_t pid, ppid, pgrp, session;
 };
-
 
 std::vector<ProcStat> ReadProcs() {
   std::vector<ProcStat> procs;
@@ -232,6 +232,7 @@ class Agent {
   void Fail(Conn& c, const std::string& message);
   void CloseConn(Conn& c);
   void ReadOutput(Command& cmd, int* fd, uint8_t stream);
+  void FlushStdin(Command& cmd);
   void Pump(Command& cmd);
   void Reap();
   void KillTree(Command& cmd, int sig);
@@ -334,36 +335,15 @@ void Agent::Handle(Conn& c, Op op, const std::string& payload) {
   }
   Command& cmd = *c.cmd;
   switch (op) {
-    case Op::kStdin: {
-      std::string_view data = r.Rest();
-      if (cmd.in_fd < 0) return;
-      // Blocking write of a bounded frame: a command that does not read its stdin stalls only
-      // the runner that keeps writing to it (the pipe is non-blocking: drop on EAGAIN after
-      // retrying briefly would lose input, so the fd is blocking here and writes are small).
-      size_t done = 0;
-      while (done < data.size()) {
-        const ssize_t n = write(cmd.in_fd, data.data() + done, data.size() - done);
-        if (n > 0) {
-          done += static_cast<size_t>(n);
-        } else if (n < 0 && errno == EINTR) {
-          continue;
-        } else if (n < 0 && errno == EAGAIN) {
-          pollfd p{cmd.in_fd, POLLOUT, 0};
-          (void)poll(&p, 1, 100);
-        } else {
-          break;
-        }
-      }
+    case Op::kStdin:
+      // Kept until the command reads it (never a blocking write: one command that does not read
+      // its input must not stall the others); the connection is not read while much is pending.
+      if (!cmd.stdin_eof) cmd.pending_in.append(r.Rest());
+      FlushStdin(cmd);
       return;
-    }
     case Op::kStdinEof:
-      if (cmd.pty) {
-        const char eot = 4;
-        if (cmd.out_fd >= 0) (void)!write(cmd.out_fd, &eot, 1);
-      } else if (cmd.in_fd >= 0) {
-        close(cmd.in_fd);
-        cmd.in_fd = -1;
-      }
+      cmd.stdin_eof = true;
+      FlushStdin(cmd);
       return;
     case Op::kResize: {
       winsize ws{};
@@ -396,6 +376,37 @@ void Agent::Handle(Conn& c, Op op, const std::string& payload) {
     }
     default:
       return Fail(c, "unexpected message");
+  }
+}
+
+void Agent::FlushStdin(Command& cmd) {
+  const int fd = cmd.pty ? cmd.out_fd : cmd.in_fd;  // a PTY's input is its master
+  if (fd < 0) {
+    cmd.pending_in.clear();
+    return;
+  }
+  while (!cmd.pending_in.empty()) {
+    const ssize_t n = write(fd, cmd.pending_in.data(), cmd.pending_in.size());
+    if (n > 0) {
+      cmd.pending_in.erase(0, static_cast<size_t>(n));
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else if (n < 0 && errno == EAGAIN) {
+      return;  // polled for POLLOUT
+    } else {
+      cmd.pending_in.clear();  // the command closed its input
+      break;
+    }
+  }
+  if (cmd.stdin_eof) {
+    if (cmd.pty) {
+      const char eot = 4;
+      if (cmd.out_fd >= 0) (void)!write(cmd.out_fd, &eot, 1);
+      cmd.stdin_eof = false;  // once
+    } else if (cmd.in_fd >= 0) {
+      close(cmd.in_fd);
+      cmd.in_fd = -1;
+    }
   }
 }
 
@@ -517,12 +528,14 @@ void Agent::Start(Conn& c, FrameReader& r) {
   if (cmd->pty) {
     // The terminal is opened as the command's uid, so its slave is the command's, as with the
     // engine's exec (the agent keeps its capabilities across this nonzero-to-nonzero switch).
-    if (setegid(gid) != 0 || seteuid(uid) != 0) return Fail(c, "cannot switch to open the terminal");
+    if (setegid(gid) != 0 || seteuid(uid) != 0)
+      return Fail(c, "cannot switch to open the terminal");
     const int master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
     int slave = -1;
     if (master >= 0 && unlockpt(master) == 0) {
       char name[128];
-      if (ptsname_r(master, name, sizeof name) == 0) slave = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
+      if (ptsname_r(master, name, sizeof name) == 0)
+        slave = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
     }
     (void)seteuid(kAgentUid);
     (void)setegid(kAgentGid);
@@ -553,6 +566,8 @@ void Agent::Start(Conn& c, FrameReader& r) {
     if ((flags & kFlagStdin) == 0) {
       close(cmd->in_fd);
       cmd->in_fd = -1;
+    } else {
+      SetNonBlocking(cmd->in_fd);
     }
   }
   ChildPlan plan;
@@ -631,12 +646,8 @@ void Agent::Pump(Command& cmd) {
     int code = -1, sig = 0;
     if (WIFEXITED(cmd.status)) code = WEXITSTATUS(cmd.status);
     if (WIFSIGNALED(cmd.status)) sig = WTERMSIG(cmd.status);
-    c->out += FrameWriter(Op::kExit)
-                  .U64(cmd.end)
-                  .I32(code)
-                  .I32(sig)
-                  .U8(cmd.timed_out ? 1 : 0)
-                  .Finish();
+    c->out +=
+        FrameWriter(Op::kExit).U64(cmd.end).I32(code).I32(sig).U8(cmd.timed_out ? 1 : 0).Finish();
     cmd.exit_sent = true;
   }
 }
@@ -672,7 +683,6 @@ void Agent::Reap() {
     if (owner != nullptr) owner->orphans.insert(p.pid);
   }
 }
-
 
 // Signals the command's tree: its session and process group (it is their leader) and every
 // descendant of its first process (orphans stay under it: it is a subreaper). As the command's
@@ -713,7 +723,9 @@ void Agent::KillTree(Command& cmd, int sig) {
 void Agent::Tick(int64_t now) {
   for (auto it = commands_.begin(); it != commands_.end();) {
     Command& cmd = *it->second;
-    if (!cmd.reaped && cmd.deadline_ms > 0 && now >= cmd.deadline_ms && !cmd.timed_out) {
+    // Until it has ended and its output closed: a tree whose first process exited while
+    // another holds its output open still times out (and is killed).
+    if (!cmd.finished() && cmd.deadline_ms > 0 && now >= cmd.deadline_ms && !cmd.timed_out) {
       cmd.timed_out = true;
       KillTree(cmd, SIGTERM);
       cmd.kill_at_ms = now + cmd.grace_ms;
@@ -742,7 +754,9 @@ void Agent::Tick(int64_t now) {
 int64_t Agent::NextWakeMs(int64_t now) const {
   int64_t next = now + 60000;
   for (const auto& [id, cmd] : commands_) {
-    if (!cmd->reaped && cmd->deadline_ms > 0 && !cmd->timed_out) next = std::min(next, cmd->deadline_ms);
+    if (!cmd->finished() && cmd->deadline_ms > 0 && !cmd->timed_out) {
+      next = std::min(next, cmd->deadline_ms);
+    }
     if (cmd->kill_at_ms > 0) next = std::min(next, cmd->kill_at_ms);
     if (cmd->forget_at_ms > 0) next = std::min(next, cmd->forget_at_ms);
     if (cmd->reaped && cmd->killed_at_ms > 0 && (cmd->out_fd >= 0 || cmd->err_fd >= 0)) {
@@ -760,7 +774,9 @@ void Agent::Serve() {
     fds.push_back({g_sigchld_pipe[0], POLLIN, 0});
     const size_t conn_base = fds.size();
     for (auto& c : conns_) {
-      fds.push_back({c->fd, static_cast<short>(POLLIN | (c->out.empty() ? 0 : POLLOUT)), 0});
+      const bool full = c->cmd != nullptr && c->cmd->pending_in.size() >= kMaxUnacked;
+      fds.push_back(
+          {c->fd, static_cast<short>((full ? 0 : POLLIN) | (c->out.empty() ? 0 : POLLOUT)), 0});
     }
     std::vector<std::pair<Command*, int*>> outs;
     for (auto& [id, cmd] : commands_) {
@@ -770,6 +786,15 @@ void Agent::Serve() {
           fds.push_back({*fd, POLLIN, 0});
           outs.emplace_back(cmd.get(), fd);
         }
+      }
+    }
+    const size_t in_base = fds.size();
+    std::vector<Command*> ins;
+    for (auto& [id, cmd] : commands_) {
+      const int fd = cmd->pty ? cmd->out_fd : cmd->in_fd;
+      if (fd >= 0 && !cmd->pending_in.empty()) {
+        fds.push_back({fd, POLLOUT, 0});
+        ins.push_back(cmd.get());
       }
     }
     const int64_t now = NowMs();
@@ -787,6 +812,9 @@ void Agent::Serve() {
         Command& cmd = *outs[i].first;
         int* fd = outs[i].second;
         ReadOutput(cmd, fd, cmd.pty ? kPty : (fd == &cmd.out_fd ? kStdout : kStderr));
+      }
+      for (size_t i = 0; i < ins.size(); ++i) {
+        if (fds[in_base + i].revents != 0) FlushStdin(*ins[i]);
       }
       for (size_t i = 0; i < conns_.size(); ++i) {
         const pollfd& p = fds[conn_base + i];
@@ -819,7 +847,7 @@ std::string ReadSecret(const std::string& dir) {
   const std::string path = dir + "/" + kSecretName;
   const int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) Die("cannot open the secret");
-  struct stat st{};
+  struct stat st {};
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != kAgentUid ||
       (st.st_mode & 077) != 0) {
     errno = EPERM;
@@ -855,7 +883,7 @@ int Main(int argc, char** argv) {
   std::string secret = ReadSecret(dir);
 
   if (pipe2(g_sigchld_pipe, O_CLOEXEC | O_NONBLOCK) != 0) Die("pipe");
-  struct sigaction sa{};
+  struct sigaction sa {};
   sa.sa_handler = OnSigchld;
   sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
   sigaction(SIGCHLD, &sa, nullptr);

@@ -62,8 +62,8 @@ namespace sandrun::agent {
 
 inline constexpr uint32_t kVersion = 1;
 inline constexpr uint32_t kMaxFrame = 1u << 20;
-inline constexpr size_t kMaxChunk = 64 * 1024;       // OUTPUT bytes per frame, at most
-inline constexpr uint64_t kMaxUnacked = 1u << 20;    // output kept unacknowledged per command
+inline constexpr size_t kMaxChunk = 64 * 1024;     // OUTPUT bytes per frame, at most
+inline constexpr uint64_t kMaxUnacked = 1u << 20;  // output kept unacknowledged per command
 inline constexpr int64_t kForgetAfterMs = 10 * 60 * 1000;
 inline constexpr uint64_t kFromAcked = UINT64_MAX;
 
@@ -125,7 +125,8 @@ class FrameWriter {
   std::string Finish() {
     const size_t len = buf_.size() - 4;
     if (len > kMaxFrame) return std::string();
-    for (int i = 0; i < 4; ++i) buf_[static_cast<size_t>(i)] = static_cast<char>((len >> (8 * i)) & 0xff);
+    for (int i = 0; i < 4; ++i)
+      buf_[static_cast<size_t>(i)] = static_cast<char>((len >> (8 * i)) & 0xff);
     return std::move(buf_);
   }
 
@@ -189,7 +190,8 @@ inline bool TakeFrame(std::string& buf, Op* op, std::string* payload, bool* bad)
   if (buf.size() < 4) return false;
   uint32_t len = 0;
   for (int i = 0; i < 4; ++i) {
-    len |= static_cast<uint32_t>(static_cast<unsigned char>(buf[static_cast<size_t>(i)])) << (8 * i);
+    len |= static_cast<uint32_t>(static_cast<unsigned char>(buf[static_cast<size_t>(i)]))
+           << (8 * i);
   }
   if (len == 0 || len > kMaxFrame) {
     *bad = true;
