@@ -87,12 +87,14 @@ std::string AdoptionKey(const std::string& dir, const std::string& id, bool pty)
 // A command in the background: a thread pumps its output to the sink until it ends.
 class AgentProcess final : public RunningProcess {
  public:
-  AgentProcess(AgentLink link, std::string key, int64_t pid, bool pty, size_t max_output,
-               LiveSink sink, AgentFinish finish, uint64_t start)
+  AgentProcess(AgentLink link, std::string dir, std::string id, bool pty_flag, int64_t pid,
+               size_t max_output, LiveSink sink, AgentFinish finish, uint64_t start)
       : link_(std::move(link)),
-        key_(std::move(key)),
+        dir_(std::move(dir)),
+        id_(std::move(id)),
+        key_(AdoptionKey(dir_, id_, pty_flag)),
         pid_(pid),
-        pty_(pty),
+        pty_(pty_flag),
         collector_(max_output, std::move(sink)),
         receiver_(link_, collector_, start),
         finish_(std::move(finish)) {
@@ -100,7 +102,7 @@ class AgentProcess final : public RunningProcess {
   }
 
   ~AgentProcess() override {
-    if (!finished() && !released_) (void)link_.Signal(SIGKILL);
+    if (!finished() && !released_) (void)AgentLink::Kill(dir_, id_, SIGKILL);
     stop_.Cancel();
     if (thread_.joinable()) thread_.join();
   }
@@ -133,7 +135,7 @@ class AgentProcess final : public RunningProcess {
   }
   Status Kill(int signal) override {
     if (finished()) return Ok();
-    return link_.Signal(signal);
+    return AgentLink::Kill(dir_, id_, signal);  // never behind input the command does not read
   }
   bool finished() const override {
     std::lock_guard<std::mutex> lock(mu_);
@@ -174,6 +176,8 @@ class AgentProcess final : public RunningProcess {
   }
 
   AgentLink link_;
+  std::string dir_;
+  std::string id_;
   std::string key_;
   int64_t pid_;
   bool pty_;
@@ -260,9 +264,9 @@ Result<std::unique_ptr<RunningProcess>> StartOnAgent(const std::string& dir, con
   SANDRUN_ASSIGN_OR_RETURN(AgentLink link,
                            AgentLink::Connect(dir, Deadline::After(kConnectTimeout)));
   SANDRUN_ASSIGN_OR_RETURN(auto started, link.Start(start, Deadline::After(kConnectTimeout)));
-  return std::unique_ptr<RunningProcess>(std::make_unique<AgentProcess>(
-      std::move(link), AdoptionKey(dir, start.id, plan.pty), started.pid, plan.pty,
-      plan.max_output_chars, std::move(sink), std::move(finish), 0));
+  return std::unique_ptr<RunningProcess>(
+      std::make_unique<AgentProcess>(std::move(link), dir, start.id, plan.pty, started.pid,
+                                     plan.max_output_chars, std::move(sink), std::move(finish), 0));
 }
 
 bool IsAgentAdoptionKey(const std::string& key) { return key.rfind(kKeyPrefix, 0) == 0; }
@@ -287,7 +291,7 @@ Result<std::unique_ptr<RunningProcess>> AdoptOnAgent(const std::string& key, Liv
   auto started = link->Attach(f[2], agent::kFromAcked, Deadline::After(kConnectTimeout));
   if (!started) return Error(ErrorCode::kNotFound, started.error().ToString());
   return std::unique_ptr<RunningProcess>(std::make_unique<AgentProcess>(
-      std::move(link).value(), key, started->pid, f[3] == "1", Plan().max_output_chars,
+      std::move(link).value(), f[1], f[2], f[3] == "1", started->pid, Plan().max_output_chars,
       std::move(sink), nullptr, started->offset));
 }
 

@@ -111,8 +111,12 @@ Result<AgentLink> AgentLink::Connect(const std::string& dir, Deadline deadline) 
 }
 
 Status AgentLink::Write(const std::string& frame) {
-  if (frame.empty()) return Error(ErrorCode::kInvalidArgument, "sandbox agent: message too large");
   std::lock_guard<std::mutex> lock(*write_mu_);
+  return WriteLocked(frame);
+}
+
+Status AgentLink::WriteLocked(const std::string& frame) {
+  if (frame.empty()) return Error(ErrorCode::kInvalidArgument, "sandbox agent: message too large");
   size_t done = 0;
   while (done < frame.size()) {
     const ssize_t n = ::send(fd_.get(), frame.data() + done, frame.size() - done, MSG_NOSIGNAL);
@@ -234,7 +238,15 @@ Status AgentLink::Signal(int signal) {
   return Write(FrameWriter(Op::kSignal).U32(static_cast<uint32_t>(signal)).Finish());
 }
 Status AgentLink::Ack(uint64_t offset, bool done) {
-  return Write(FrameWriter(Op::kAck).U64(offset).U8(done ? 1 : 0).Finish());
+  std::unique_lock<std::mutex> lock(*write_mu_, std::try_to_lock);
+  if (!lock.owns_lock() && !done) return Ok();
+  if (!lock.owns_lock()) lock.lock();
+  return WriteLocked(FrameWriter(Op::kAck).U64(offset).U8(done ? 1 : 0).Finish());
+}
+
+Status AgentLink::Kill(const std::string& dir, const std::string& id, int signal) {
+  SANDRUN_ASSIGN_OR_RETURN(AgentLink link, Connect(dir, Deadline::After(std::chrono::seconds(5))));
+  return link.Write(FrameWriter(Op::kKill).Str(id).U32(static_cast<uint32_t>(signal)).Finish());
 }
 void AgentLink::Shutdown() {
   if (fd_.get() >= 0) ::shutdown(fd_.get(), SHUT_RDWR);

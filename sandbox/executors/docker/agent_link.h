@@ -85,7 +85,11 @@ class AgentLink {
   Status StdinEof();
   Status Resize(unsigned rows, unsigned cols);
   Status Signal(int signal);
+  // Cumulative: skipped (Ok) when another thread is writing (its input), the next one covers it.
   Status Ack(uint64_t offset, bool done);
+  // Signals command `id` over a connection of its own (KILL), so a kill gets through while the
+  // command's connection is busy writing input it does not read.
+  static Status Kill(const std::string& dir, const std::string& id, int signal);
   // Wakes a Next() blocked on another thread and makes every later call fail.
   void Shutdown();
 
@@ -96,6 +100,7 @@ class AgentLink {
  private:
   explicit AgentLink(UniqueFd fd);
   Status Write(const std::string& frame);
+  Status WriteLocked(const std::string& frame);  // write_mu_ held
   Result<std::pair<agent::Op, std::string>> ReadFrame(const CallOptions& options);
 
   UniqueFd fd_;

@@ -331,6 +331,16 @@ void Agent::Handle(Conn& c, Op op, const std::string& payload) {
   if (c.cmd == nullptr) {
     if (op == Op::kStart) return Start(c, r);
     if (op == Op::kAttach) return Attach(c, r);
+    if (op == Op::kKill) {
+      std::string id(r.Str(64));
+      const uint32_t sig = r.U32();
+      if (!r.done() || sig == 0 || sig >= 65) return Fail(c, "bad kill");
+      auto it = commands_.find(id);
+      if (it != commands_.end() && !it->second->finished())
+        KillTree(*it->second, static_cast<int>(sig));
+      c.closing = true;
+      return;
+    }
     return Fail(c, "start or attach first");
   }
   Command& cmd = *c.cmd;
@@ -355,7 +365,7 @@ void Agent::Handle(Conn& c, Op op, const std::string& payload) {
     case Op::kSignal: {
       const uint32_t sig = r.U32();
       if (!r.done() || sig == 0 || sig >= 65) return Fail(c, "bad signal");
-      if (!cmd.reaped) KillTree(cmd, static_cast<int>(sig));
+      if (!cmd.finished()) KillTree(cmd, static_cast<int>(sig));
       return;
     }
     case Op::kAck: {
@@ -454,7 +464,8 @@ struct ChildPlan {
   sigset_t all;
   sigemptyset(&all);
   sigprocmask(SIG_SETMASK, &all, nullptr);
-  for (int s = 1; s < 65; ++s) signal(s, SIG_DFL);
+  // Handlers are reset by execve; what the agent ignores would stay ignored.
+  for (int s : {SIGPIPE, SIGHUP, SIGCHLD}) signal(s, SIG_DFL);
   if (setsid() < 0) _exit(126);
   if (dup2(p.in_fd, 0) < 0 || dup2(p.out_fd, 1) < 0 || dup2(p.err_fd, 2) < 0) _exit(126);
   if (p.pty && ioctl(0, TIOCSCTTY, 0) != 0) ChildFail("controlling terminal");

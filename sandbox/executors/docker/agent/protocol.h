@@ -27,6 +27,9 @@
 //   or
 //   client  ATTACH str id, u64 from (output offset to resume at; kFromAcked: where the last
 //                  client acknowledged)
+//   or (a side channel: the command's own connection may be busy with its input)
+//   client  KILL   str id, u32 signal    (as SIGNAL, for the command `id`; the connection then
+//                                         closes)
 //   agent   STARTED u32 pid (the command's pid in the container), u64 offset (where its output
 //                  resumes: 0 after START)  | ERROR str message
 //   then, in any order until the client closes:
@@ -90,6 +93,7 @@ enum class Op : uint8_t {
   kResize = 6,
   kSignal = 7,
   kAck = 8,
+  kKill = 9,
   kReady = 0x81,
   kStarted = 0x82,
   kOutput = 0x83,

@@ -1,0 +1,245 @@
+// The sandbox agent's protocol against a real container (agent/protocol.h): what a client that
+// reached the socket (or a runner bug) may send, and what must hold: a wrong secret gets
+// nothing, a command never starts as root or as the agent, malformed or oversized frames only
+// cost their own connection, a command that does not read its input stalls no other command
+// and is still killed, an unknown command cannot be attached to; the agent serves on.
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <random>
+#include <string>
+
+#include "sandbox/executors/docker/agent_exec.h"
+#include "sandbox/executors/docker/agent_link.h"
+#include "sandbox/executors/docker/docker_executor.h"
+#include "sandbox/os/host_path.h"
+#include "tests/support/docker_env.h"
+
+namespace sandrun::testing {
+namespace {
+
+using std::chrono::seconds;
+
+class AgentProtocolTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    SANDRUN_REQUIRE_DOCKER(c);
+    client_ = std::shared_ptr<docker::Client>(std::move(c));
+    char tmpl[] = "/tmp/sandrun-e2e-agent-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    state_dir_ = tmpl;
+    std::random_device rd;
+    char head[16];
+    std::snprintf(head, sizeof(head), "%08x", static_cast<unsigned>(rd()));
+    spec_.instance_id = std::string(head) + "-agent-" + std::to_string(::getpid());
+    spec_.scope_key = "agent:protocol";
+    spec_.image = kMinimalImage;
+    spec_.workdir = "/tmp";
+    spec_.tmpfs = {"/tmp"};
+    spec_.cap_drop = {"ALL"};
+    spec_.seccomp_profile_name = "default";
+    spec_.seccomp_profile_json = DefaultSeccompJson();
+    spec_.user = "65534:65534";
+    spec_.pids_limit = 256;
+    spec_.state_dir = state_dir_;
+    exec::ExecWrapper agent = exec::CheckBundledBinary(SANDRUN_AGENT_BINARY, "sandbox agent");
+    ASSERT_TRUE(agent.usable()) << agent.reason;
+    executor_ = std::make_shared<exec::DockerExecutor>(
+        client_, exec::CheckExecWrapper(SANDRUN_EXEC_WRAPPER), agent);
+    std::vector<std::string> warnings;
+    auto ensured = executor_->EnsureContainer(spec_, &warnings);
+    ASSERT_TRUE(ensured) << ensured.error().ToString();
+    ASSERT_FALSE(ensured->agent_dir.empty()) << (warnings.empty() ? "" : warnings.front());
+    dir_ = ensured->agent_dir;
+  }
+
+  void TearDown() override {
+    if (client_) {
+      auto list = client_->ListContainers(
+          {std::string(exec::kInstanceLabel) + "=" + spec_.instance_id}, true);
+      if (list) {
+        for (const auto& ct : *list) EXPECT_TRUE(client_->RemoveContainer(ct.id, true));
+      }
+    }
+    std::error_code ec;
+    if (!state_dir_.empty()) std::filesystem::remove_all(state_dir_, ec);
+  }
+
+  exec::Plan Plan(const std::string& command) {
+    exec::Plan plan;
+    plan.target = exec::Target::kSandbox;
+    plan.command = command;
+    plan.sandbox = spec_;
+    plan.cwd = "/tmp";
+    plan.timeout_ms = 20000;
+    plan.kill_grace_ms = 500;
+    return plan;
+  }
+
+  // The agent still runs commands: `echo ok` through the executor.
+  void ExpectServing() {
+    auto o = executor_->Run(Plan("echo ok"), nullptr, nullptr);
+    ASSERT_TRUE(o) << o.error().ToString();
+    EXPECT_EQ(o->aggregated, "ok\n");
+    EXPECT_TRUE(o->warnings.empty()) << o->warnings.front();
+  }
+
+  // A raw connection to the agent's socket (the test runs as root, as the runner does).
+  int RawConnect() {
+    auto dir = OpenNoSymlinks(dir_);
+    EXPECT_TRUE(dir) << dir.error().ToString();
+    const std::string path = ProcFdPath(dir->get()) + "/sock";
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    return fd;
+  }
+
+  // Whether the agent closes `fd` (EOF) within 5 s, whatever it sends first.
+  static bool ClosedByAgent(int fd) {
+    char buf[4096];
+    auto until = std::chrono::steady_clock::now() + seconds(5);
+    timeval tv{1, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    while (std::chrono::steady_clock::now() < until) {
+      const ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n == 0) return true;
+      if (n < 0 && errno != EAGAIN && errno != EINTR) return true;
+    }
+    return false;
+  }
+
+  Result<exec::AgentLink> Link() { return exec::AgentLink::Connect(dir_, Deadline::After(seconds(5))); }
+
+  exec::AgentStart StartOf(const std::string& command, uint32_t uid, uint32_t gid) {
+    exec::AgentStart s;
+    s.id = std::string(32, 'a');
+    s.id[31] = static_cast<char>('0' + (counter_++ % 10));
+    s.uid = uid;
+    s.gid = gid;
+    s.cwd = "/tmp";
+    s.argv = {"/bin/sh", "-c", command};
+    s.timeout_ms = 20000;
+    return s;
+  }
+
+  std::shared_ptr<docker::Client> client_;
+  std::shared_ptr<exec::DockerExecutor> executor_;
+  exec::SandboxSpec spec_;
+  std::string state_dir_;
+  std::string dir_;
+  int counter_ = 0;
+};
+
+TEST_F(AgentProtocolTest, AWrongSecretGetsNoAnswerAndTheConnectionCloses) {
+  const int fd = RawConnect();
+  const std::string hello =
+      agent::FrameWriter(agent::Op::kHello).Str(std::string(64, '0')).Finish();
+  ASSERT_EQ(::write(fd, hello.data(), hello.size()), static_cast<ssize_t>(hello.size()));
+  char buf[64];
+  timeval tv{5, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  EXPECT_EQ(::read(fd, buf, sizeof buf), 0) << "no READY for a wrong secret";
+  ::close(fd);
+  // Nothing but HELLO first: a START without it is refused.
+  const int fd2 = RawConnect();
+  const std::string start =
+      agent::FrameWriter(agent::Op::kStart).Str(std::string(32, 'b')).Finish();
+  ASSERT_EQ(::write(fd2, start.data(), start.size()), static_cast<ssize_t>(start.size()));
+  EXPECT_TRUE(ClosedByAgent(fd2));
+  ::close(fd2);
+  ExpectServing();
+}
+
+TEST_F(AgentProtocolTest, CommandsNeverStartAsRootOrAsTheAgent) {
+  for (auto [uid, gid] : std::vector<std::pair<uint32_t, uint32_t>>{
+           {0, 0}, {65534, 0}, {0, 65534}, {agent::kAgentUid, 65534}, {65534, agent::kAgentGid}}) {
+    auto link = Link();
+    ASSERT_TRUE(link) << link.error().ToString();
+    auto started = link->Start(StartOf("touch /tmp/ran", uid, gid), Deadline::After(seconds(5)));
+    EXPECT_FALSE(started) << uid << ":" << gid;
+    if (!started) {
+      EXPECT_NE(started.error().message.find("refused"), std::string::npos);
+    }
+  }
+  auto check = executor_->Run(Plan("ls /tmp/ran 2>&1; true"), nullptr, nullptr);
+  ASSERT_TRUE(check);
+  EXPECT_NE(check->aggregated.find("No such file"), std::string::npos) << check->aggregated;
+}
+
+TEST_F(AgentProtocolTest, MalformedAndOversizedFramesCostOnlyTheirConnection) {
+  // A length beyond the frame limit, a zero length, an unknown op after HELLO, a START whose
+  // fields run past its frame, a relative argv[0], a bad command id.
+  std::string secret;
+  {
+    FILE* f = std::fopen((dir_ + "/secret").c_str(), "r");
+    ASSERT_NE(f, nullptr);
+    char buf[128] = {};
+    ASSERT_NE(std::fgets(buf, sizeof buf, f), nullptr);
+    std::fclose(f);
+    secret.assign(buf, 64);
+  }
+  const std::string hello = agent::FrameWriter(agent::Op::kHello).Str(secret).Finish();
+  std::vector<std::string> bad = {
+      std::string("\xff\xff\xff\x7f\x02", 5),
+      std::string("\0\0\0\0", 4),
+      hello + agent::FrameWriter(static_cast<agent::Op>(0x42)).Finish(),
+      hello + agent::FrameWriter(agent::Op::kStart).Str(std::string(32, 'c')).U32(65534).Finish(),
+      hello + agent::FrameWriter(agent::Op::kStart)
+                  .Str(std::string(32, 'd')).U32(65534).U32(65534).U8(0).U16(0).U16(0).U64(0)
+                  .U64(0).Str("/").U32(1).Str("sh").U32(0).Finish(),
+      hello + agent::FrameWriter(agent::Op::kStart)
+                  .Str("../../etc").U32(65534).U32(65534).U8(0).U16(0).U16(0).U64(0)
+                  .U64(0).Str("/").U32(1).Str("/bin/true").U32(0).Finish(),
+      hello + agent::FrameWriter(agent::Op::kAttach).Str(std::string(32, 'e')).U64(0).Finish(),
+  };
+  for (size_t i = 0; i < bad.size(); ++i) {
+    const int fd = RawConnect();
+    ASSERT_EQ(::write(fd, bad[i].data(), bad[i].size()), static_cast<ssize_t>(bad[i].size()));
+    EXPECT_TRUE(ClosedByAgent(fd)) << "case " << i;
+    ::close(fd);
+  }
+  ExpectServing();
+}
+
+TEST_F(AgentProtocolTest, ACommandThatDoesNotReadItsInputStallsNothingAndIsStillKilled) {
+  std::string out;
+  auto proc = exec::StartOnAgent(dir_, Plan("echo up; sleep 300"),
+                                 [&](exec::Stream, std::string_view b) { out.append(b); },
+                                 nullptr);
+  ASSERT_TRUE(proc) << proc.error().ToString();
+  // 4 MiB of input it never reads, from another thread (it blocks once the agent stops reading).
+  std::thread writer([&] { (void)(*proc)->WriteStdin(std::string(4u << 20, 'x')); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const auto before = std::chrono::steady_clock::now();
+  ExpectServing();
+  EXPECT_LT(std::chrono::steady_clock::now() - before, seconds(5)) << "another command waited";
+  EXPECT_TRUE((*proc)->Kill(SIGKILL));
+  exec::ExecOutcome o = (*proc)->Wait();
+  EXPECT_EQ(o.status, exec::ExecOutcome::Status::kSignaled);
+  EXPECT_EQ(o.signal, SIGKILL);
+  writer.join();  // the input is dropped once the command is gone
+  EXPECT_EQ(out, "up\n");
+}
+
+TEST_F(AgentProtocolTest, ManyConnectionsAtOnceAreServedAndLeaveNothing) {
+  std::vector<exec::AgentLink> idle;
+  for (int i = 0; i < 200; ++i) {
+    auto link = Link();
+    ASSERT_TRUE(link) << i << ": " << link.error().ToString();
+    idle.push_back(std::move(link).value());
+  }
+  ExpectServing();
+  idle.clear();
+  ExpectServing();
+}
+
+}  // namespace
+}  // namespace sandrun::testing
