@@ -116,7 +116,9 @@ class AgentProtocolTest : public ::testing::Test {
     return false;
   }
 
-  Result<exec::AgentLink> Link() { return exec::AgentLink::Connect(dir_, Deadline::After(seconds(5))); }
+  Result<exec::AgentLink> Link() {
+    return exec::AgentLink::Connect(dir_, Deadline::After(seconds(5)));
+  }
 
   exec::AgentStart StartOf(const std::string& command, uint32_t uid, uint32_t gid) {
     exec::AgentStart s;
@@ -193,11 +195,33 @@ TEST_F(AgentProtocolTest, MalformedAndOversizedFramesCostOnlyTheirConnection) {
       hello + agent::FrameWriter(static_cast<agent::Op>(0x42)).Finish(),
       hello + agent::FrameWriter(agent::Op::kStart).Str(std::string(32, 'c')).U32(65534).Finish(),
       hello + agent::FrameWriter(agent::Op::kStart)
-                  .Str(std::string(32, 'd')).U32(65534).U32(65534).U8(0).U16(0).U16(0).U64(0)
-                  .U64(0).Str("/").U32(1).Str("sh").U32(0).Finish(),
+                  .Str(std::string(32, 'd'))
+                  .U32(65534)
+                  .U32(65534)
+                  .U8(0)
+                  .U16(0)
+                  .U16(0)
+                  .U64(0)
+                  .U64(0)
+                  .Str("/")
+                  .U32(1)
+                  .Str("sh")
+                  .U32(0)
+                  .Finish(),
       hello + agent::FrameWriter(agent::Op::kStart)
-                  .Str("../../etc").U32(65534).U32(65534).U8(0).U16(0).U16(0).U64(0)
-                  .U64(0).Str("/").U32(1).Str("/bin/true").U32(0).Finish(),
+                  .Str("../../etc")
+                  .U32(65534)
+                  .U32(65534)
+                  .U8(0)
+                  .U16(0)
+                  .U16(0)
+                  .U64(0)
+                  .U64(0)
+                  .Str("/")
+                  .U32(1)
+                  .Str("/bin/true")
+                  .U32(0)
+                  .Finish(),
       hello + agent::FrameWriter(agent::Op::kAttach).Str(std::string(32, 'e')).U64(0).Finish(),
   };
   for (size_t i = 0; i < bad.size(); ++i) {
@@ -211,9 +235,9 @@ TEST_F(AgentProtocolTest, MalformedAndOversizedFramesCostOnlyTheirConnection) {
 
 TEST_F(AgentProtocolTest, ACommandThatDoesNotReadItsInputStallsNothingAndIsStillKilled) {
   std::string out;
-  auto proc = exec::StartOnAgent(dir_, Plan("echo up; sleep 300"),
-                                 [&](exec::Stream, std::string_view b) { out.append(b); },
-                                 nullptr);
+  auto proc = exec::StartOnAgent(
+      dir_, Plan("echo up; sleep 300"), [&](exec::Stream, std::string_view b) { out.append(b); },
+      nullptr);
   ASSERT_TRUE(proc) << proc.error().ToString();
   // 4 MiB of input it never reads, from another thread (it blocks once the agent stops reading).
   std::thread writer([&] { (void)(*proc)->WriteStdin(std::string(4u << 20, 'x')); });
@@ -239,6 +263,37 @@ TEST_F(AgentProtocolTest, ManyConnectionsAtOnceAreServedAndLeaveNothing) {
   ExpectServing();
   idle.clear();
   ExpectServing();
+}
+
+// The executor remembers a scope's container for a few seconds (no engine call per command);
+// a container removed meanwhile is found missing through its agent and replaced, and another
+// scope never gets it.
+TEST_F(AgentProtocolTest, ARememberedContainerRemovedMeanwhileIsReplacedAndNeverShared) {
+  ExpectServing();
+  auto list =
+      client_->ListContainers({std::string(exec::kInstanceLabel) + "=" + spec_.instance_id}, true);
+  ASSERT_TRUE(list && list->size() == 1u);
+  const std::string first = list->front().id;
+  ASSERT_TRUE(client_->RemoveContainer(first, true));
+  auto o = executor_->Run(Plan("echo again"), nullptr, nullptr);
+  ASSERT_TRUE(o) << o.error().ToString();
+  EXPECT_EQ(o->aggregated, "again\n");
+  for (const auto& w : o->warnings) {
+    EXPECT_EQ(w.find("did not answer"), std::string::npos) << w;
+  }
+  list =
+      client_->ListContainers({std::string(exec::kInstanceLabel) + "=" + spec_.instance_id}, true);
+  ASSERT_TRUE(list && list->size() == 1u);
+  EXPECT_NE(list->front().id, first);
+
+  exec::Plan other = Plan("echo other");
+  other.sandbox.scope_key = "agent:protocol-other";
+  auto p = executor_->Run(other, nullptr, nullptr);
+  ASSERT_TRUE(p) << p.error().ToString();
+  list =
+      client_->ListContainers({std::string(exec::kInstanceLabel) + "=" + spec_.instance_id}, true);
+  ASSERT_TRUE(list);
+  EXPECT_EQ(list->size(), 2u) << "another scope gets a container of its own";
 }
 
 }  // namespace

@@ -381,12 +381,51 @@ Result<EnsuredContainer> ContainerPool::CreateWithinQuota(const SandboxSpec& spe
   return CreateAndStart(spec, name, warnings);
 }
 
+namespace {
+
+constexpr int64_t kKnownForMs = 30 * 1000;
+
+std::string KnownKey(const SandboxSpec& spec) {
+  return spec.instance_id + "\n" + spec.tenant + "\n" + spec.scope_key;
+}
+
+}  // namespace
+
+std::optional<EnsuredContainer> ContainerPool::Recent(const SandboxSpec& spec) {
+  std::lock_guard<std::mutex> lock(known_mu_);
+  auto it = known_.find(KnownKey(spec));
+  if (it == known_.end() || NowMs() - it->second.checked_at_ms > kKnownForMs) return std::nullopt;
+  if (it->second.reach != ReachHash(spec) ||
+      it->second.config != ConfigHash(spec, exec_wrapper_.usable(), AgentReason(spec).empty())) {
+    return std::nullopt;
+  }
+  return it->second.ensured;
+}
+
+void ContainerPool::Forget(const SandboxSpec& spec) {
+  std::lock_guard<std::mutex> lock(known_mu_);
+  known_.erase(KnownKey(spec));
+}
+
+void ContainerPool::Remember(const SandboxSpec& spec, const EnsuredContainer& ensured) {
+  std::lock_guard<std::mutex> lock(known_mu_);
+  if (ensured.agent_dir.empty()) {
+    known_.erase(KnownKey(spec));
+    return;
+  }
+  known_[KnownKey(spec)] =
+      Known{ReachHash(spec), ConfigHash(spec, exec_wrapper_.usable(), AgentReason(spec).empty()),
+            ensured, NowMs()};
+}
+
 Result<EnsuredContainer> ContainerPool::EnsureContainer(const SandboxSpec& spec,
                                                         std::vector<std::string>* warnings) {
   for (const std::string& name : {ContainerName(spec), CollisionFreeContainerName(spec)}) {
     bool taken = false;
     auto ensured = EnsureNamed(spec, name, warnings, &taken);
-    if (!taken) return ensured;
+    if (taken) continue;
+    if (ensured) Remember(spec, *ensured);
+    return ensured;
   }
   return Error(ErrorCode::kConflict, "sandbox unavailable: the container names of scope " +
                                          spec.scope_key +
@@ -611,6 +650,13 @@ Status ContainerPool::ReleaseIdleScratch(const std::string& instance_id,
 
 void ContainerPool::MaybePrune(const SandboxSpec& spec) {
   if (spec.prune_idle_hours <= 0 && spec.prune_max_age_days <= 0) return;
+  {
+    // The registry is read at most once a minute per state dir by this process.
+    std::lock_guard<std::mutex> lock(known_mu_);
+    int64_t& checked = prune_checked_at_[spec.state_dir];
+    if (NowMs() - checked < 60 * 1000) return;
+    checked = NowMs();
+  }
   SandboxRegistry registry(spec.state_dir);
   auto state = registry.Load();
   if (state && NowMs() - state->last_prune_at_ms < kPruneEveryMs) return;

@@ -124,6 +124,14 @@ class ContainerPool {
   // Why containers for `spec` get no agent ("" when they do: the fast path).
   std::string AgentReason(const SandboxSpec& spec) const;
 
+  // The container EnsureContainer found for this spec's scope (instance, tenant and key in
+  // full) within the last 30 s, when it has an agent and the spec's reach and config hashes
+  // are the ones it was found with: no engine call. Whoever uses it proves it is still there
+  // by reaching its agent (the agent dies with the container; each container has its own agent
+  // directory), and calls Forget when it cannot.
+  std::optional<EnsuredContainer> Recent(const SandboxSpec& spec);
+  void Forget(const SandboxSpec& spec);
+
  private:
   // With the agent when it can have one; a container whose agent does not come up is created
   // again without it, with a warning.
@@ -146,7 +154,17 @@ class ContainerPool {
   MountSupport mount_support_;
   ExecWrapper exec_wrapper_;
   ExecWrapper agent_binary_;
-  std::mutex ensure_mu_;                                             // guards the lock maps
+  struct Known {
+    std::string reach;
+    std::string config;
+    EnsuredContainer ensured;
+    int64_t checked_at_ms = 0;
+  };
+  void Remember(const SandboxSpec& spec, const EnsuredContainer& ensured);
+  std::mutex known_mu_;
+  std::map<std::string, Known> known_;               // by KnownKey(spec)
+  std::map<std::string, int64_t> prune_checked_at_;  // state dir -> when MaybePrune last looked
+  std::mutex ensure_mu_;                             // guards the lock maps
   std::map<std::string, std::shared_ptr<std::mutex>> ensure_locks_;  // per container name
   std::map<std::string, std::shared_ptr<std::mutex>> tenant_locks_;  // per tenant (quota)
 };

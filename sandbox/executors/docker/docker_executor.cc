@@ -199,12 +199,25 @@ Result<ExecOutcome> DockerExecutor::Run(const Plan& plan, const LiveSink& live,
   std::vector<std::string> warnings;
   docker::ExecSpec spec = ExecSpecFor(plan, /*attach_stdin=*/false);
   CallScopeRemoval removal(this, plan);
-  SANDRUN_ASSIGN_OR_RETURN(EnsuredContainer container,
-                           pool_.EnsureContainer(plan.sandbox, &warnings));
+  std::optional<EnsuredContainer> recent = pool_.Recent(plan.sandbox);
+  EnsuredContainer container;
+  if (recent) {
+    container = *recent;
+  } else {
+    SANDRUN_ASSIGN_OR_RETURN(container, pool_.EnsureContainer(plan.sandbox, &warnings));
+  }
   if (!container.agent_dir.empty()) {
     OutputCollector collector(plan.max_output_chars, live);
     bool started = false;
     auto outcome = RunOnAgent(container.agent_dir, plan, collector, cancel, &started);
+    if (!outcome && !started && recent) {
+      // The container found a moment ago is gone (its agent with it): find it again.
+      pool_.Forget(plan.sandbox);
+      SANDRUN_ASSIGN_OR_RETURN(container, pool_.EnsureContainer(plan.sandbox, &warnings));
+      if (!container.agent_dir.empty()) {
+        outcome = RunOnAgent(container.agent_dir, plan, collector, cancel, &started);
+      }
+    }
     if (outcome) {
       Complete(plan, container.name, collector, started_at, &*outcome);
       removal.Now(&warnings);

@@ -281,6 +281,7 @@ void Agent::Accept() {
 
 void Agent::ReadConn(Conn& c) {
   char buf[65536];
+  bool eof = false;
   for (;;) {
     const ssize_t n = read(c.fd, buf, sizeof buf);
     if (n > 0) {
@@ -288,16 +289,17 @@ void Agent::ReadConn(Conn& c) {
       if (c.in.size() > 2 * static_cast<size_t>(kMaxFrame)) break;
       continue;
     }
-    if (n < 0 && (errno == EAGAIN || errno == EINTR)) break;
-    c.closing = true;  // EOF or error
-    c.out.clear();
-    return;
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) break;
+    eof = true;  // EOF or error: what came before it is still handled (a KILL, then close)
+    break;
   }
   Op op;
   std::string payload;
   bool bad = false;
   while (!c.closing && TakeFrame(c.in, &op, &payload, &bad)) Handle(c, op, payload);
-  if (bad) c.closing = true;
+  if (bad || eof) c.closing = true;
+  if (eof) c.out.clear();
 }
 
 void Agent::WriteConn(Conn& c) {
@@ -488,6 +490,14 @@ struct ChildPlan {
   _exit(e == ENOENT ? 127 : 126);
 }
 
+// vfork: the child only makes system calls on prepared data until execve (RunChild), so it
+// can share the agent's memory until then instead of copying its page tables.
+__attribute__((noinline)) pid_t Spawn(const ChildPlan& plan) {
+  const pid_t pid = vfork();
+  if (pid == 0) RunChild(plan);
+  return pid;
+}
+
 void Agent::Start(Conn& c, FrameReader& r) {
   auto cmd = std::make_unique<Command>();
   cmd->id = std::string(r.Str(64));
@@ -593,8 +603,7 @@ void Agent::Start(Conn& c, FrameReader& r) {
   plan.in_fd = child_in;
   plan.out_fd = child_out;
   plan.err_fd = child_err;
-  const pid_t pid = fork();
-  if (pid == 0) RunChild(plan);
+  const pid_t pid = Spawn(plan);
   const int fork_errno = errno;
   close(child_in);
   if (child_out != child_in) close(child_out);
