@@ -8,9 +8,12 @@
 //   ExecOutcome outcome = proc->Wait();   // blocks until it ended and all output was delivered
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "sandbox/base/result.h"
 #include "sandbox/executors/output.h"
@@ -21,6 +24,35 @@ namespace sandrun::exec {
 // be left running on request; a container exec is re-adopted or killed after a restart).
 enum class ProcessKind { kHost, kContainer };
 const char* ProcessKindName(ProcessKind kind);  // "host" | "container"
+
+// The end of a background process: set once by the thread that watched it, awaited by its
+// owner (RunningProcess::finished/Wait).
+class OutcomeLatch {
+ public:
+  // The first call records `outcome` and wakes the waiters; later calls change nothing.
+  void Set(ExecOutcome outcome) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (done_) return;
+    outcome_ = std::move(outcome);
+    done_ = true;
+    cv_.notify_all();
+  }
+  bool done() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return done_;
+  }
+  ExecOutcome Wait() const {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return done_; });
+    return outcome_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  mutable std::condition_variable cv_;
+  bool done_ = false;
+  ExecOutcome outcome_;
+};
 
 class RunningProcess {
  public:

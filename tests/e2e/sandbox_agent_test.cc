@@ -14,7 +14,7 @@
 #include <iterator>
 #include <thread>
 
-#include "tests/e2e/sandrun_home.h"
+#include "tests/e2e/session_home.h"
 
 namespace sandrun::testing {
 namespace {
@@ -25,16 +25,12 @@ constexpr char kAgentPid[] =
     "if tr '\\0' ' ' < $p/cmdline 2>/dev/null | grep -q '^/.sandrun/agent serve'; then "
     "a=${p#/proc/}; fi; done; ";
 
-class SandboxAgent : public SandrunHome {
+class SandboxAgent : public SessionHome {
  protected:
   void SetUp() override {
-    SandrunHome::SetUp();
+    SessionHome::SetUp();
     SANDRUN_REQUIRE_DOCKER(client);
     MinimalSandboxConfig("\"workspaceAccess\": \"rw\"");
-  }
-  void TearDown() override {
-    StopServer();
-    SandrunHome::TearDown();
   }
   // The small image, the workspace mounted, the agent used or not; `top` more top-level members.
   void SandboxConfig(bool agent, const std::string& docker_extra = "",
@@ -44,23 +40,6 @@ class SandboxAgent : public SandrunHome {
         std::string(agent ? "" : R"(, "execAgent": false)") + docker_extra + "}}" +
         (top.empty() ? "" : ", " + top) + "}");
   }
-  rapidjson::Document Process(std::vector<std::string> args) {
-    args.insert(args.begin(), "process");
-    return Parsed(Sandrun(args).out);
-  }
-  void CrashServer() {
-    ::kill(server_pid_, SIGKILL);
-    int status = 0;
-    ::waitpid(server_pid_, &status, 0);
-    server_pid_ = -1;
-  }
-  bool WaitForFile(const std::string& path) {
-    for (int i = 0; i < 600; ++i) {
-      if (std::filesystem::exists(path)) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    return false;
-  }
   // The whole log of a session, as `process log` gives it (lines joined by newlines).
   std::string LogText(const std::string& id) {
     auto doc = Process({"log", "--session-id", id});
@@ -68,24 +47,8 @@ class SandboxAgent : public SandrunHome {
     if (content == nullptr || !content->IsArray() || content->GetArray().Empty()) return "";
     return JsonString(content->GetArray()[0], "text");
   }
-  rapidjson::Document PollUntilDone(const std::string& id) {
-    for (int i = 0; i < 60; ++i) {
-      auto doc = Process({"poll", "--session-id", id, "--timeout", "500"});
-      if (Details(doc, "status") != "running") return doc;
-    }
-    ADD_FAILURE() << "session " << id << " did not finish";
-    return Process({"poll", "--session-id", id});
-  }
-  // Processes in the sandbox whose command line starts with `sleep 30` (the pattern matches
-  // neither itself nor a shell whose command line holds it).
-  std::string SleepersInTheSandbox() {
-    auto r = Exec({},
-                  "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline; echo; done | "
-                  "grep -c '^sleep 3[0]'");
-    std::string out = r.out;
-    while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
-    return out;
-  }
+  // Processes in the sandbox whose command line starts with `sleep 30`.
+  std::string SleepersInTheSandbox() { return CountInTheSandbox("^sleep 3[0]"); }
 };
 
 TEST_F(SandboxAgent, CommandsRunThroughTheAgentAsTheSandboxUserWithNoCapabilities) {
@@ -222,6 +185,33 @@ TEST_F(SandboxAgent, ATimeoutLeavesNothingOfTheTree) {
                 "sh -c 'trap \"\" TERM HUP INT; sleep 304' & sleep 305");
   EXPECT_EQ(r.exit_code, 124) << r.out << r.err;
   EXPECT_EQ(SleepersInTheSandbox(), "0") << "the timeout left part of the tree";
+}
+
+// What leaves the tree after the command's first process ended (a setsid'd grandchild), what
+// hops from process to process in new sessions faster than a kill reads the process table, and
+// what a one-shot runner that dies leaves: all of it ends with the command.
+TEST_F(SandboxAgent, NothingEscapesTheTreeKillByDetachingOrHopping) {
+  auto late = Exec({"--timeout", "3"},
+                   "sh -c 'sleep 1; (setsid sleep 3001 &); sleep 1' & exit 0");
+  EXPECT_EQ(late.exit_code, 124) << late.out << late.err;
+  std::ofstream(workspace_ + "/hop.sh")
+      << "trap '' TERM HUP INT; sleep 0.05; setsid sh /workspace/hop.sh & exit 0\n";
+  auto hop = Exec({"--timeout", "2"}, "sh /workspace/hop.sh; sleep 3002");
+  EXPECT_EQ(hop.exit_code, 124) << hop.out << hop.err;
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_EQ(CountInTheSandbox("^sh /workspace/ho[p]"), "0") << "a hopper got away";
+  EXPECT_EQ(SleepersInTheSandbox(), "0") << "a detached sleeper got away";
+}
+
+// One command's timeout ends its own tree only: what another, finished command left running
+// (a daemon of its own) stays.
+TEST_F(SandboxAgent, ATimeoutEndsOnlyItsOwnTree) {
+  auto daemon = Exec({}, "setsid sleep 3005 >/dev/null 2>&1 & exit 0");
+  EXPECT_EQ(daemon.exit_code, 0) << daemon.err;
+  auto timed = Exec({"--timeout", "2"}, "sleep 3006 & exit 0");
+  EXPECT_EQ(timed.exit_code, 124) << timed.out << timed.err;
+  EXPECT_EQ(CountInTheSandbox("^sleep 300[6]"), "0");
+  EXPECT_EQ(CountInTheSandbox("^sleep 300[5]"), "1") << "another command's daemon was killed";
 }
 
 // The server dies (SIGKILL) while a session prints; the command goes on printing; the next

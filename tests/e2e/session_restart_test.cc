@@ -11,58 +11,19 @@
 #include <iterator>
 #include <thread>
 
-#include "tests/e2e/sandrun_home.h"
+#include "tests/e2e/session_home.h"
 
 namespace sandrun::testing {
 namespace {
 
-class SessionRestart : public SandrunHome {
+class SessionRestart : public SessionHome {
  protected:
   void SetUp() override {
-    SandrunHome::SetUp();
+    SessionHome::SetUp();
     MinimalSandboxConfig("\"workspaceAccess\": \"rw\"");
   }
-  void TearDown() override {
-    StopServer();
-    SandrunHome::TearDown();
-  }
-  rapidjson::Document Process(std::vector<std::string> args) {
-    args.insert(args.begin(), "process");
-    auto r = Sandrun(args);
-    return Parsed(r.out);
-  }
-  void CrashServer() {
-    ::kill(server_pid_, SIGKILL);
-    int status = 0;
-    ::waitpid(server_pid_, &status, 0);
-    server_pid_ = -1;
-  }
-  // Waits up to 30 s for `path` to exist.
-  bool WaitForFile(const std::string& path) {
-    for (int i = 0; i < 600; ++i) {
-      if (std::filesystem::exists(path)) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    return false;
-  }
-  // How many processes in the sandbox run `sleep 300` (the pattern matches neither itself nor the
-  // shell or exec wrapper whose command line holds the script).
-  std::string SleepersInTheSandbox() {
-    auto r = Exec({},
-                  "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline; echo; done | "
-                  "grep -c '^sleep 3[0]0'");
-    std::string out = r.out;
-    while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
-    return out;
-  }
-  rapidjson::Document PollUntilDone(const std::string& id) {
-    for (int i = 0; i < 60; ++i) {
-      auto doc = Process({"poll", "--session-id", id, "--timeout", "500"});
-      if (Details(doc, "status") != "running") return doc;
-    }
-    ADD_FAILURE() << "session " << id << " did not finish";
-    return Process({"poll", "--session-id", id});
-  }
+  // How many processes in the sandbox run `sleep 300`.
+  std::string SleepersInTheSandbox() { return CountInTheSandbox("^sleep 3[0]0"); }
   std::string StartSleeper(std::vector<std::string> flags) {
     flags.insert(flags.begin(), {"--background", "--json"});
     auto r = Exec(flags, "touch /workspace/started; sleep 300");

@@ -5,11 +5,14 @@
 // and is still killed, an unknown command cannot be attached to; the agent serves on.
 #include <gtest/gtest.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
+#include <fstream>
+#include <thread>
 #include <filesystem>
 #include <random>
 #include <string>
@@ -33,20 +36,7 @@ class AgentProtocolTest : public ::testing::Test {
     char tmpl[] = "/tmp/sandrun-e2e-agent-XXXXXX";
     ASSERT_NE(::mkdtemp(tmpl), nullptr);
     state_dir_ = tmpl;
-    std::random_device rd;
-    char head[16];
-    std::snprintf(head, sizeof(head), "%08x", static_cast<unsigned>(rd()));
-    spec_.instance_id = std::string(head) + "-agent-" + std::to_string(::getpid());
-    spec_.scope_key = "agent:protocol";
-    spec_.image = kMinimalImage;
-    spec_.workdir = "/tmp";
-    spec_.tmpfs = {"/tmp"};
-    spec_.cap_drop = {"ALL"};
-    spec_.seccomp_profile_name = "default";
-    spec_.seccomp_profile_json = DefaultSeccompJson();
-    spec_.user = "65534:65534";
-    spec_.pids_limit = 256;
-    spec_.state_dir = state_dir_;
+    spec_ = TestSandboxSpec("agent", "agent:protocol", state_dir_);
     exec::ExecWrapper agent = exec::CheckBundledBinary(SANDRUN_AGENT_BINARY, "sandbox agent");
     ASSERT_TRUE(agent.usable()) << agent.reason;
     executor_ = std::make_shared<exec::DockerExecutor>(
@@ -162,7 +152,13 @@ TEST_F(AgentProtocolTest, AWrongSecretGetsNoAnswerAndTheConnectionCloses) {
 
 TEST_F(AgentProtocolTest, CommandsNeverStartAsRootOrAsTheAgent) {
   for (auto [uid, gid] : std::vector<std::pair<uint32_t, uint32_t>>{
-           {0, 0}, {65534, 0}, {0, 65534}, {agent::kAgentUid, 65534}, {65534, agent::kAgentGid}}) {
+           {0, 0},
+           {65534, 0},
+           {0, 65534},
+           {agent::kAgentUid, 65534},
+           {65534, agent::kAgentGid},
+           {UINT32_MAX, UINT32_MAX},  // setresuid(-1): "unchanged", the agent's own
+           {65534, UINT32_MAX}}) {
     auto link = Link();
     ASSERT_TRUE(link) << link.error().ToString();
     auto started = link->Start(StartOf("touch /tmp/ran", uid, gid), Deadline::After(seconds(5)));
@@ -294,6 +290,80 @@ TEST_F(AgentProtocolTest, ARememberedContainerRemovedMeanwhileIsReplacedAndNever
       client_->ListContainers({std::string(exec::kInstanceLabel) + "=" + spec_.instance_id}, true);
   ASSERT_TRUE(list);
   EXPECT_EQ(list->size(), 2u) << "another scope gets a container of its own";
+}
+
+// An ATTACH that asks for output already acknowledged is refused and changes nothing: the
+// command's own connection keeps it (before: it was taken over first, then refused).
+TEST_F(AgentProtocolTest, ARefusedAttachLeavesTheCommandWithItsConnection) {
+  auto link = Link();
+  ASSERT_TRUE(link) << link.error().ToString();
+  exec::AgentStart start = StartOf("echo abc; sleep 1; echo def", 65534, 65534);
+  ASSERT_TRUE(link->Start(start, Deadline::After(seconds(5))));
+  auto first = link->Next({Deadline::After(seconds(5)), nullptr});
+  ASSERT_TRUE(first) << first.error().ToString();
+  ASSERT_TRUE(link->Ack(first->offset + first->data.size(), false));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  auto other = Link();
+  ASSERT_TRUE(other);
+  EXPECT_FALSE(other->Attach(start.id, 0, Deadline::After(seconds(5))));
+  std::string rest;
+  for (;;) {
+    auto e = link->Next({Deadline::After(seconds(10)), nullptr});
+    ASSERT_TRUE(e) << e.error().ToString();
+    if (e->kind == exec::AgentEvent::Kind::kExit) {
+      EXPECT_EQ(e->exit_code, 0);
+      break;
+    }
+    rest += e->data;
+  }
+  EXPECT_EQ(rest, "def\n");
+  ExpectServing();
+}
+
+// What the agent's uid could plant in its directory never reaches the root runner: a link in
+// place of the socket is not followed (nothing is sent to what it names), and a FIFO in place
+// of the secret is never read (the runner keeps its own copy).
+TEST_F(AgentProtocolTest, WhatIsPlantedInTheAgentDirectoryDoesNotReachTheRunner) {
+  ExpectServing();
+  const std::string sock = dir_ + "/sock";
+  ASSERT_EQ(::mkfifo((dir_ + "/secret.fifo").c_str(), 0600), 0);
+  ASSERT_EQ(::rename((dir_ + "/secret").c_str(), (dir_ + "/secret.real").c_str()), 0);
+  ASSERT_EQ(::rename((dir_ + "/secret.fifo").c_str(), (dir_ + "/secret").c_str()), 0);
+  const auto before = std::chrono::steady_clock::now();
+  ExpectServing();  // the runner does not read the agent's copy
+  EXPECT_LT(std::chrono::steady_clock::now() - before, seconds(3));
+
+  // A listener of the host's, and the socket's name pointing at it.
+  const std::string decoy = state_dir_ + "/decoy.sock";
+  const int listener = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", decoy.c_str());
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(listener, 4), 0);
+  ASSERT_EQ(::rename(sock.c_str(), (dir_ + "/sock.real").c_str()), 0);
+  ASSERT_EQ(::symlink(decoy.c_str(), sock.c_str()), 0);
+  auto link = Link();
+  EXPECT_FALSE(link) << "connected through a planted link";
+  const int accepted = ::accept(listener, nullptr, nullptr);
+  EXPECT_LT(accepted, 0) << "the runner connected to the decoy";
+  if (accepted >= 0) ::close(accepted);
+  ::close(listener);
+}
+
+// Removing a container removes its agent directory whole, whatever the agent's uid put in it,
+// and the runner's key with it.
+TEST_F(AgentProtocolTest, RemovingTheScopeRemovesTheAgentDirectoryWhole) {
+  ASSERT_EQ(::mkdir((dir_ + "/junk").c_str(), 0700), 0);
+  ASSERT_EQ(::mkdir((dir_ + "/junk/deep").c_str(), 0700), 0);
+  std::ofstream(dir_ + "/junk/deep/blob") << std::string(4096, 'x');
+  ASSERT_EQ(::symlink("/etc", (dir_ + "/junk/etc").c_str()), 0);
+  auto removed = executor_->pool().RemoveScope(spec_.instance_id, state_dir_, spec_.tenant,
+                                               spec_.scope_key, "", false);
+  ASSERT_TRUE(removed) << removed.error().ToString();
+  EXPECT_FALSE(std::filesystem::exists(dir_));
+  EXPECT_FALSE(std::filesystem::exists(dir_ + ".key"));
+  EXPECT_TRUE(std::filesystem::exists("/etc/passwd")) << "the link was not followed";
 }
 
 }  // namespace

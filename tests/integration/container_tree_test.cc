@@ -47,20 +47,7 @@ class ContainerTreeTest : public ::testing::Test {
     char tmpl[] = "/tmp/sandrun-e2e-trees-XXXXXX";
     ASSERT_NE(::mkdtemp(tmpl), nullptr);
     state_dir_ = tmpl;
-    std::random_device rd;
-    char head[16];
-    std::snprintf(head, sizeof(head), "%08x", static_cast<unsigned>(rd()));
-    spec_.instance_id = std::string(head) + "-trees-" + std::to_string(::getpid());
-    spec_.scope_key = "agent:trees";
-    spec_.image = kMinimalImage;
-    spec_.workdir = "/tmp";
-    spec_.tmpfs = {"/tmp"};
-    spec_.cap_drop = {"ALL"};
-    spec_.seccomp_profile_name = "default";
-    spec_.seccomp_profile_json = DefaultSeccompJson();
-    spec_.user = "65534:65534";
-    spec_.pids_limit = 256;
-    spec_.state_dir = state_dir_;
+    spec_ = TestSandboxSpec("trees", "agent:trees", state_dir_);
     executor_ = std::make_shared<exec::DockerExecutor>(client_, Wrapper());
   }
 

@@ -1,6 +1,10 @@
 #include "tests/support/docker_env.h"
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <cstdlib>
+#include <random>
 
 #include "sandbox/base/json.h"
 #include "sandbox/os/file.h"
@@ -24,6 +28,26 @@ std::unique_ptr<docker::Client> ConnectToDocker(std::string* why) {
     return nullptr;
   }
   return std::move(client).value();
+}
+
+exec::SandboxSpec TestSandboxSpec(const std::string& tag, const std::string& scope_key,
+                                  const std::string& state_dir) {
+  std::random_device rd;
+  char head[16];
+  std::snprintf(head, sizeof(head), "%08x", static_cast<unsigned>(rd()));
+  exec::SandboxSpec spec;
+  spec.instance_id = std::string(head) + "-" + tag + "-" + std::to_string(::getpid());
+  spec.scope_key = scope_key;
+  spec.image = kMinimalImage;
+  spec.workdir = "/tmp";
+  spec.tmpfs = {"/tmp"};
+  spec.cap_drop = {"ALL"};
+  spec.seccomp_profile_name = "default";
+  spec.seccomp_profile_json = DefaultSeccompJson();
+  spec.user = "65534:65534";
+  spec.pids_limit = 256;
+  spec.state_dir = state_dir;
+  return spec;
 }
 
 std::string DefaultSeccompJson() {

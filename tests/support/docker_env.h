@@ -8,6 +8,7 @@
 #include <string>
 
 #include "sandbox/docker/client.h"
+#include "sandbox/executors/plan.h"
 
 namespace sandrun::testing {
 
@@ -23,6 +24,12 @@ std::string DefaultSeccompJson();
 docker::ContainerSpec SecureSpec(const std::string& image);
 
 inline constexpr char kMinimalImage[] = "sandrun-sandbox:minimal";
+
+// The sandbox of an executor-level test: the minimal image, /tmp as a tmpfs workdir, every
+// capability dropped, the default seccomp profile, nobody, 256 pids, scope `scope_key` of a
+// fresh instance id (random, `tag`, this pid) whose registry lives in `state_dir`.
+exec::SandboxSpec TestSandboxSpec(const std::string& tag, const std::string& scope_key,
+                                  const std::string& state_dir);
 inline constexpr char kTestLabel[] = "sandrun.test";
 
 }  // namespace sandrun::testing

@@ -111,13 +111,12 @@ class AgentProcess final : public RunningProcess {
     released_ = true;
     stop_.Cancel();
     if (thread_.joinable()) thread_.join();
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!finished_) {
+    if (!end_.done()) {    // the thread is gone: nobody else sets it
       receiver_.AckNow();  // the next runner resumes after what this one delivered
       link_.Shutdown();
-      outcome_.status = ExecOutcome::Status::kAborted;
-      finished_ = true;
-      done_.notify_all();
+      ExecOutcome released;
+      released.status = ExecOutcome::Status::kAborted;
+      end_.Set(std::move(released));
     }
     return Ok();
   }
@@ -137,15 +136,8 @@ class AgentProcess final : public RunningProcess {
     if (finished()) return Ok();
     return AgentLink::Kill(dir_, id_, signal);  // never behind input the command does not read
   }
-  bool finished() const override {
-    std::lock_guard<std::mutex> lock(mu_);
-    return finished_;
-  }
-  ExecOutcome Wait() override {
-    std::unique_lock<std::mutex> lock(mu_);
-    done_.wait(lock, [this] { return finished_; });
-    return outcome_;
-  }
+  bool finished() const override { return end_.done(); }
+  ExecOutcome Wait() override { return end_.Wait(); }
 
  private:
   void Pump() {
@@ -169,10 +161,7 @@ class AgentProcess final : public RunningProcess {
       outcome.total_bytes = collector_.total_bytes();
       outcome.truncated = collector_.truncated();
     }
-    std::lock_guard<std::mutex> lock(mu_);
-    outcome_ = std::move(outcome);
-    finished_ = true;
-    done_.notify_all();
+    end_.Set(std::move(outcome));
   }
 
   AgentLink link_;
@@ -186,10 +175,7 @@ class AgentProcess final : public RunningProcess {
   AgentFinish finish_;
   CancelToken stop_;
   std::atomic<bool> released_{false};
-  mutable std::mutex mu_;
-  std::condition_variable done_;
-  bool finished_ = false;
-  ExecOutcome outcome_;
+  OutcomeLatch end_;
   std::thread thread_;  // last: started after everything it uses exists
 };
 

@@ -72,20 +72,45 @@ AgentLink::AgentLink(AgentLink&&) noexcept = default;
 AgentLink& AgentLink::operator=(AgentLink&&) noexcept = default;
 AgentLink::~AgentLink() = default;
 
-Result<AgentLink> AgentLink::Connect(const std::string& dir, Deadline deadline) {
-  SANDRUN_ASSIGN_OR_RETURN(UniqueFd dir_fd, OpenAgentDir(dir));
-  std::string secret;
-  {
-    UniqueFd file(::openat(dir_fd.get(), agent::kSecretName, O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
-    if (file.get() < 0) return Unavailable("no secret in " + dir + ": " + std::strerror(errno));
-    char buf[128];
-    const ssize_t n = ::read(file.get(), buf, sizeof buf);
-    secret.assign(buf, n > 0 ? static_cast<size_t>(n) : 0);
-    while (!secret.empty() && (secret.back() == '\n' || secret.back() == '\r')) secret.pop_back();
-    if (secret.size() != agent::kSecretHexLength) return Unavailable("bad secret in " + dir);
+namespace {
+
+// The runner's own copy of a directory's secret: `<dir>.key`, next to it in the root-only
+// agents directory (the copy inside is the agent's, and a compromised agent could swap it).
+std::string KeyPath(const std::string& dir) { return dir + ".key"; }
+
+Result<std::string> ReadKey(const std::string& dir) {
+  const std::string path = KeyPath(dir);
+  UniqueFd file(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  if (file.get() < 0) return Unavailable("no key " + path + ": " + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(file.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid() ||
+      (st.st_mode & 077) != 0 || st.st_size > 128) {
+    return Unavailable(path + " is not the runner's own key file");
   }
-  // Through the opened directory: the path may be longer than a socket address holds.
-  const std::string path = ProcFdPath(dir_fd.get()) + "/" + agent::kSocketName;
+  char buf[128];
+  const ssize_t n = ::read(file.get(), buf, sizeof buf);
+  std::string secret(buf, n > 0 ? static_cast<size_t>(n) : 0);
+  while (!secret.empty() && (secret.back() == '\n' || secret.back() == '\r')) secret.pop_back();
+  if (secret.size() != agent::kSecretHexLength) return Unavailable("bad key in " + path);
+  return secret;
+}
+
+}  // namespace
+
+Result<AgentLink> AgentLink::Connect(const std::string& dir, Deadline deadline) {
+  SANDRUN_ASSIGN_OR_RETURN(std::string secret, ReadKey(dir));
+  SANDRUN_ASSIGN_OR_RETURN(UniqueFd dir_fd, OpenAgentDir(dir));
+  // The socket itself, not what a name planted in its place points to: a socket of the agent's
+  // uid, connected to through its own descriptor.
+  UniqueFd sock(::openat(dir_fd.get(), agent::kSocketName, O_PATH | O_NOFOLLOW | O_CLOEXEC));
+  if (sock.get() < 0) {
+    return Unavailable(std::string("no socket in ") + dir + ": " + std::strerror(errno));
+  }
+  struct stat st {};
+  if (::fstat(sock.get(), &st) != 0 || !S_ISSOCK(st.st_mode) || st.st_uid != agent::kAgentUid) {
+    return Unavailable(dir + "/" + agent::kSocketName + " is not the agent's socket");
+  }
+  const std::string path = ProcFdPath(sock.get());
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   if (path.size() >= sizeof addr.sun_path) return Unavailable("socket path too long");
@@ -95,6 +120,13 @@ Result<AgentLink> AgentLink::Connect(const std::string& dir, Deadline deadline) 
   if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
     return Error(ErrorCode::kIo, std::string("sandbox agent: cannot connect to ") + dir + "/" +
                                      agent::kSocketName + ": " + std::strerror(errno));
+  }
+  // Nothing is sent (the secret least of all) to a peer that is not the agent's uid.
+  ucred peer{};
+  socklen_t len = sizeof peer;
+  if (::getsockopt(fd.get(), SOL_SOCKET, SO_PEERCRED, &peer, &len) != 0 ||
+      peer.uid != agent::kAgentUid) {
+    return Unavailable("the peer on " + dir + "/" + agent::kSocketName + " is not the agent");
   }
   AgentLink link(std::move(fd));
   SANDRUN_RETURN_IF_ERROR(link.Write(FrameWriter(Op::kHello).Str(secret).Finish()));
@@ -282,6 +314,14 @@ Result<std::string> PrepareAgentDir(const std::string& state_dir) {
                          O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0400));
   if (file.get() < 0) return Error::FromErrno(errno, "cannot create the agent secret in " + path);
   const std::string text = secret + "\n";
+  UniqueFd key(::openat(parent.get(), (name + ".key").c_str(),
+                        O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (key.get() < 0 ||
+      ::write(key.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
+    Error e = Error::FromErrno(errno, "cannot write the agent key of " + path);
+    RemoveAgentDir(state_dir, path);
+    return e;
+  }
   if (::write(file.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()) ||
       ::fchown(file.get(), agent::kAgentUid, agent::kAgentGid) != 0 ||
       ::fchmod(file.get(), 0400) != 0 ||
@@ -294,21 +334,44 @@ Result<std::string> PrepareAgentDir(const std::string& state_dir) {
   return path;
 }
 
+namespace {
+
+// Removes `name` under `parent` and everything below it, through descriptors, never following
+// a link (the agent's uid can write there).
+void RemoveTreeAt(int parent, const char* name, int depth) {
+  if (::unlinkat(parent, name, 0) == 0 || errno == ENOENT) return;
+  if (depth > 16) return;
+  const int fd = ::openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return;
+  DIR* d = ::fdopendir(fd);
+  if (d == nullptr) {
+    ::close(fd);
+    return;
+  }
+  std::vector<std::string> names;
+  while (dirent* e = ::readdir(d)) {
+    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) {
+      names.emplace_back(e->d_name);
+    }
+  }
+  for (const auto& n : names) RemoveTreeAt(::dirfd(d), n.c_str(), depth + 1);
+  ::closedir(d);
+  (void)::unlinkat(parent, name, AT_REMOVEDIR);
+}
+
+}  // namespace
+
 void RemoveAgentDir(const std::string& state_dir, const std::string& dir) {
   const std::string prefix = state_dir + "/" + kAgentsDir + "/";
   if (dir.size() <= prefix.size() || dir.compare(0, prefix.size(), prefix) != 0) return;
   const std::string name = dir.substr(prefix.size());
-  if (name.find('/') != std::string::npos || name == "." || name == "..") return;
+  if (name.find('/') != std::string::npos || name == "." || name == ".." || name.size() > 64) {
+    return;
+  }
   auto parent = OpenNoSymlinks(state_dir + "/" + kAgentsDir);
   if (!parent) return;
-  const int fd = ::openat(parent->get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
-  if (fd >= 0) {
-    for (const char* f : {agent::kSocketName, agent::kSecretName, agent::kLockName}) {
-      (void)::unlinkat(fd, f, 0);
-    }
-    ::close(fd);
-  }
-  (void)::unlinkat(parent->get(), name.c_str(), AT_REMOVEDIR);
+  RemoveTreeAt(parent->get(), name.c_str(), 0);
+  (void)::unlinkat(parent->get(), (name + ".key").c_str(), 0);
 }
 
 std::string AgentDirOf(const std::string& state_dir,
@@ -329,6 +392,14 @@ void SweepAgentDirs(const std::string& state_dir, const std::vector<std::string>
   while (dirent* e = ::readdir(d)) {
     const std::string path = root + "/" + e->d_name;
     if (e->d_name[0] == '.') continue;
+    const std::string entry = e->d_name;
+    if (entry.size() > 4 && entry.compare(entry.size() - 4, 4, ".key") == 0) {
+      // A key whose directory is gone (a creation that stopped half way) goes with it below.
+      if (::faccessat(::dirfd(d), entry.substr(0, entry.size() - 4).c_str(), F_OK,
+                      AT_SYMLINK_NOFOLLOW) == 0) {
+        continue;
+      }
+    }
     if (std::find(live.begin(), live.end(), path) != live.end()) continue;
     // A directory made in the last minutes may be a container being created right now.
     struct stat st {};
@@ -336,7 +407,9 @@ void SweepAgentDirs(const std::string& state_dir, const std::vector<std::string>
         ::time(nullptr) - st.st_mtime < 600) {
       continue;
     }
-    gone.push_back(path);
+    gone.push_back(entry.size() > 4 && entry.compare(entry.size() - 4, 4, ".key") == 0
+                       ? path.substr(0, path.size() - 4)
+                       : path);
   }
   ::closedir(d);
   for (const auto& path : gone) RemoveAgentDir(state_dir, path);

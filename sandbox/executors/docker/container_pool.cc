@@ -468,6 +468,7 @@ Result<EnsuredContainer> ContainerPool::EnsureNamed(const SandboxSpec& spec,
     if (auto removed = client_->RemoveContainer(info->id, true); !removed) {
       return SandboxUnavailable(std::move(removed).error(), "removing outdated container " + name);
     }
+    RemoveAgentDir(spec.state_dir, AgentDirOf(spec.state_dir, info->labels));
     warnings->push_back("Sandbox container " + name +
                         " could reach other mounts, another user, network, image or limits than "
                         "this call asks for; replaced it with a new one (commands still running "
@@ -478,6 +479,7 @@ Result<EnsuredContainer> ContainerPool::EnsureNamed(const SandboxSpec& spec,
     if (auto removed = client_->RemoveContainer(info->id, true); !removed) {
       return SandboxUnavailable(std::move(removed).error(), "removing stopped container " + name);
     }
+    RemoveAgentDir(spec.state_dir, AgentDirOf(spec.state_dir, info->labels));
     warnings->push_back(
         "Sandbox container " + name + " had stopped (" +
         (info->state.status.empty() ? std::string("not running") : info->state.status) +
@@ -503,6 +505,7 @@ Result<EnsuredContainer> ContainerPool::EnsureNamed(const SandboxSpec& spec,
         return SandboxUnavailable(std::move(removed).error(),
                                   "removing outdated container " + name);
       }
+      RemoveAgentDir(spec.state_dir, AgentDirOf(spec.state_dir, info->labels));
       return CreateAndStart(spec, name, warnings);
     }
   }
@@ -576,7 +579,10 @@ Result<std::vector<std::string>> ContainerPool::Prune(const std::string& instanc
     bool idle = idle_hours > 0 && static_cast<double>(now - last_used) > idle_hours * 3600e3;
     bool old = max_age_days > 0 && static_cast<double>(now - created) > max_age_days * 86400e3;
     if (!idle && !old) continue;
-    if (client_->RemoveContainer(c.id, true)) removed.push_back(name);
+    if (client_->RemoveContainer(c.id, true)) {
+      removed.push_back(name);
+      RemoveAgentDir(state_dir, AgentDirOf(state_dir, c.labels));
+    }
   }
   (void)registry.Update([&](RegistryState& s) {
     for (const auto& name : removed) s.containers.erase(name);

@@ -63,6 +63,7 @@ Result<DockerExecutor::CreatedExec> DockerExecutor::CreateExecFor(
     warnings->push_back("Sandbox container " + container.name + " was wedged (" +
                         exec_id.error().ToString() + "); recreated it.");
     (void)client_->RemoveContainer(container.id, true);
+    RemoveAgentDir(plan.sandbox.state_dir, container.agent_dir);
     SANDRUN_ASSIGN_OR_RETURN(container, pool_.EnsureContainer(plan.sandbox, warnings));
     exec_id = create();
   }
@@ -276,10 +277,7 @@ class DockerRunningProcess final : public RunningProcess {
           executor_->Finish(plan_, created_, std::move(streamed), collector_, nullptr, started_at_);
       executor_->RemoveCallScope(plan_, &warnings_);  // before Wait() returns: nothing is left
       outcome.warnings.insert(outcome.warnings.begin(), warnings_.begin(), warnings_.end());
-      std::lock_guard<std::mutex> lock(mu_);
-      outcome_ = std::move(outcome);
-      finished_ = true;
-      done_.notify_all();
+      end_.Set(std::move(outcome));
     });
   }
 
@@ -319,15 +317,8 @@ class DockerRunningProcess final : public RunningProcess {
     if (finished()) return Ok();
     return KillContainerExecTree(*client_, created_.tree, signal, 0);
   }
-  bool finished() const override {
-    std::lock_guard<std::mutex> lock(mu_);
-    return finished_;
-  }
-  ExecOutcome Wait() override {
-    std::unique_lock<std::mutex> lock(mu_);
-    done_.wait(lock, [this] { return finished_; });
-    return outcome_;
-  }
+  bool finished() const override { return end_.done(); }
+  ExecOutcome Wait() override { return end_.Wait(); }
 
  private:
   std::shared_ptr<DockerExecutor> keep_alive_;  // null when the executor is not shared-owned
@@ -342,10 +333,7 @@ class DockerRunningProcess final : public RunningProcess {
   Deadline::Clock::time_point started_at_;
   CancelToken cancel_;
   std::mutex write_mu_;
-  mutable std::mutex mu_;
-  std::condition_variable done_;
-  bool finished_ = false;
-  ExecOutcome outcome_;
+  OutcomeLatch end_;
   std::thread thread_;  // last: started after everything it uses exists
 };
 

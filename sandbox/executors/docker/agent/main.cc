@@ -9,8 +9,14 @@
 // before exec. A command cannot signal or ptrace the agent (another uid, no CAP_KILL, not
 // dumpable) or read the secret (the directory is the agent's, mode 0700).
 //
-// One thread, one poll loop: the listening socket, the connections, the commands' output fds,
-// a self-pipe for SIGCHLD. Statically linked (the image may have no libc the build host knows).
+// Each command has a keeper: a fork of the agent (its uid, not dumpable: out of the command's
+// reach) that is the subreaper of the command's tree, so every process the command starts stays
+// its descendant however it detaches (setsid, double fork) until it ends; the tree kill takes
+// the keeper's descendants (stopping them first, so none can fork away meanwhile).
+//
+// One thread, one poll loop: the listening socket, the connections, the commands' output and
+// status fds, a self-pipe for SIGCHLD. Statically linked (the image may have no libc the build
+// host knows).
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -99,8 +105,6 @@ void DropToAgentIdentity() {
   if (prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0) != 0) Die("keepcaps off");
   // Not dumpable: no ptrace, no /proc/<pid>/{mem,environ,fd} even for a process of this uid.
   if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) Die("dumpable");
-  // Orphans of a command's tree come back to the agent, not the engine's init.
-  if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) Die("subreaper");
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) Die("no_new_privs");
 }
 
@@ -156,10 +160,9 @@ struct Command {
   uint64_t sent = 0;  // to the attached connection
   bool reaped = false;
   int status = 0;
-  // Processes of its tree left when its first process ended (reparented to the agent), found
-  // by the tree kill; and when a KILL was sent (its output is then closed soon after the end,
-  // whoever still holds it).
-  std::set<pid_t> orphans;
+  pid_t keeper = 0;    // the subreaper of its tree (RunKeeper); 0 once it has exited
+  int status_fd = -1;  // the keeper's reports: the wait status of `pid` (after its pid)
+  // When a KILL was sent: its output is then closed soon after its end, whoever holds it.
   int64_t killed_at_ms = 0;
   std::string pending_in;  // STDIN bytes not yet written to the command
   bool stdin_eof = false;  // STDIN_EOF came: close (or ^D on a PTY) once pending_in is written
@@ -235,6 +238,7 @@ class Agent {
   void FlushStdin(Command& cmd);
   void Pump(Command& cmd);
   void Reap();
+  void ReadStatus(Command& cmd);
   void KillTree(Command& cmd, int sig);
   void Tick(int64_t now);
   void Detach(Command& cmd);
@@ -254,7 +258,7 @@ void Agent::Fail(Conn& c, const std::string& message) {
 
 void Agent::Detach(Command& cmd) {
   cmd.conn = nullptr;
-  if (cmd.kill_on_disconnect && !cmd.reaped) KillTree(cmd, SIGKILL);
+  if (cmd.kill_on_disconnect && !cmd.finished()) KillTree(cmd, SIGKILL);
   cmd.forget_at_ms = NowMs() + kForgetAfterMs;
 }
 
@@ -279,6 +283,14 @@ void Agent::Accept() {
   }
 }
 
+// The length prefix of the frame at the front of `in` (4 bytes or more).
+uint32_t FrameLength(const std::string& in) {
+  uint32_t len = 0;
+  for (size_t i = 0; i < 4; ++i)
+    len |= static_cast<uint32_t>(static_cast<unsigned char>(in[i])) << (8 * i);
+  return len;
+}
+
 void Agent::ReadConn(Conn& c) {
   char buf[65536];
   bool eof = false;
@@ -286,6 +298,12 @@ void Agent::ReadConn(Conn& c) {
     const ssize_t n = read(c.fd, buf, sizeof buf);
     if (n > 0) {
       c.in.append(buf, static_cast<size_t>(n));
+      // Before HELLO, no frame longer than a HELLO is taken in.
+      if (!c.authed && c.in.size() >= 4 && FrameLength(c.in) > 300) {
+        c.closing = true;
+        c.out.clear();
+        return;
+      }
       if (c.in.size() > 2 * static_cast<size_t>(kMaxFrame)) break;
       continue;
     }
@@ -429,13 +447,13 @@ void Agent::Attach(Conn& c, FrameReader& r) {
   auto it = commands_.find(id);
   if (it == commands_.end()) return Fail(c, "no such command");
   Command& cmd = *it->second;
+  const uint64_t start = from == kFromAcked ? cmd.acked : from;
+  if (start < cmd.acked || start > cmd.end) return Fail(c, "output before that was acknowledged");
   if (cmd.conn != nullptr) {
     // The newer client wins (the old one is a runner that died without closing).
     cmd.conn->cmd = nullptr;
     cmd.conn->closing = true;
   }
-  const uint64_t start = from == kFromAcked ? cmd.acked : from;
-  if (start < cmd.acked || start > cmd.end) return Fail(c, "output before that was acknowledged");
   cmd.conn = &c;
   cmd.sent = start;
   cmd.exit_sent = false;
@@ -474,13 +492,19 @@ struct ChildPlan {
   if (setgroups(0, nullptr) != 0) ChildFail("setgroups");
   if (setresgid(p.gid, p.gid, p.gid) != 0) ChildFail("setresgid");
   if (setresuid(p.uid, p.uid, p.uid) != 0) ChildFail("setresuid");
+  uid_t ru, eu, su;
+  gid_t rg, eg, sg;
+  if (getresuid(&ru, &eu, &su) != 0 || getresgid(&rg, &eg, &sg) != 0 || ru != p.uid ||
+      eu != p.uid || su != p.uid || rg != p.gid || eg != p.gid || sg != p.gid || ru == 0 ||
+      ru == kAgentUid || rg == 0 || rg == kAgentGid) {
+    errno = EPERM;
+    ChildFail("switching to the command's identity");
+  }
   // No uid was 0 before, so the kernel kept the capabilities: drop them all (the bounding set
   // cannot be cut without CAP_SETPCAP, which the agent never has; with nothing permitted and
   // no-new-privileges, no exec can raise one again).
   if (!SetCaps(0) || !CapsAreZero()) ChildFail("dropping capabilities");
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) ChildFail("no_new_privs");
-  // The command's orphans stay in its tree while its shell lives (the tree kill finds them).
-  (void)prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
   if (p.cwd[0] != '\0' && chdir(p.cwd) != 0) ChildFail(p.cwd);
   execve(p.argv[0], p.argv.data(), p.envp.data());
   const int e = errno;
@@ -491,11 +515,62 @@ struct ChildPlan {
 }
 
 // vfork: the child only makes system calls on prepared data until execve (RunChild), so it
-// can share the agent's memory until then instead of copying its page tables.
+// can share the keeper's memory until then instead of copying its page tables.
 __attribute__((noinline)) pid_t Spawn(const ChildPlan& plan) {
   const pid_t pid = vfork();
   if (pid == 0) RunChild(plan);
   return pid;
+}
+
+void WriteAll(int fd, const void* data, size_t len) {
+  const char* p = static_cast<const char*>(data);
+  while (len > 0) {
+    const ssize_t n = write(fd, p, len);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    p += n;
+    len -= static_cast<size_t>(n);
+  }
+}
+
+// The keeper (a fork of the agent): keeps only the command's ends and `status_fd`, becomes the
+// subreaper of the command's tree, starts the command, writes its pid and then its wait status
+// to `status_fd`, reaps every process of the tree and exits once none is left.
+[[noreturn]] void RunKeeper(const ChildPlan& plan, int status_fd) {
+  signal(SIGCHLD, SIG_DFL);
+  if (DIR* d = opendir("/proc/self/fd")) {
+    std::vector<int> open_fds;
+    while (dirent* e = readdir(d)) {
+      if (e->d_name[0] >= '0' && e->d_name[0] <= '9') open_fds.push_back(atoi(e->d_name));
+    }
+    const int own = dirfd(d);
+    for (int fd : open_fds) {
+      if (fd > 2 && fd != own && fd != status_fd && fd != plan.in_fd && fd != plan.out_fd &&
+          fd != plan.err_fd) {
+        close(fd);
+      }
+    }
+    closedir(d);
+  }
+  if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) _exit(1);
+  const pid_t child = Spawn(plan);
+  close(plan.in_fd);
+  if (plan.out_fd != plan.in_fd) close(plan.out_fd);
+  if (plan.err_fd != plan.in_fd) close(plan.err_fd);
+  const int32_t pid = child;
+  WriteAll(status_fd, &pid, sizeof pid);
+  if (child < 0) _exit(1);
+  for (;;) {
+    int status = 0;
+    const pid_t p = waitpid(-1, &status, 0);
+    if (p < 0 && errno == EINTR) continue;
+    if (p < 0) break;  // ECHILD: nothing of the tree is left
+    if (p == child) {
+      const int32_t st = status;
+      WriteAll(status_fd, &st, sizeof st);
+    }
+  }
+  _exit(0);
 }
 
 void Agent::Start(Conn& c, FrameReader& r) {
@@ -518,7 +593,8 @@ void Agent::Start(Conn& c, FrameReader& r) {
   if (!r.done() || argc == 0 || argc > 4096 || envc > 4096) return Fail(c, "bad start");
   if (!ValidCommandId(cmd->id)) return Fail(c, "bad command id");
   if (commands_.count(cmd->id) != 0) return Fail(c, "command id in use");
-  if (uid == 0 || gid == 0 || uid == kAgentUid || gid == kAgentGid) {
+  if (uid == 0 || gid == 0 || uid == kAgentUid || gid == kAgentGid || uid == UINT32_MAX ||
+      gid == UINT32_MAX) {
     return Fail(c, "refused: commands never run as root or as the agent");
   }
   if (argv[0].empty() || argv[0][0] != '/') return Fail(c, "argv[0] must be an absolute path");
@@ -603,12 +679,32 @@ void Agent::Start(Conn& c, FrameReader& r) {
   plan.in_fd = child_in;
   plan.out_fd = child_out;
   plan.err_fd = child_err;
-  const pid_t pid = Spawn(plan);
-  const int fork_errno = errno;
+  int status[2];
+  if (pipe2(status, O_CLOEXEC) != 0) {
+    status[0] = status[1] = -1;
+  }
+  const pid_t keeper = status[0] >= 0 ? fork() : -1;
+  if (keeper == 0) RunKeeper(plan, status[1]);
+  int fork_errno = errno;
+  if (status[1] >= 0) close(status[1]);
   close(child_in);
   if (child_out != child_in) close(child_out);
   if (child_err != child_in) close(child_err);
+  int32_t pid = -1;
+  if (keeper > 0) {
+    // Written right after the keeper's vfork returns: a short blocking read.
+    size_t got = 0;
+    while (got < sizeof pid) {
+      const ssize_t n = read(status[0], reinterpret_cast<char*>(&pid) + got, sizeof pid - got);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      got += static_cast<size_t>(n);
+    }
+    if (got != sizeof pid) pid = -1;
+    if (pid < 0) fork_errno = EAGAIN;
+  }
   if (pid < 0) {
+    if (status[0] >= 0) close(status[0]);
     if (cmd->in_fd >= 0) close(cmd->in_fd);
     if (cmd->out_fd >= 0) close(cmd->out_fd);
     if (cmd->err_fd >= 0) close(cmd->err_fd);
@@ -617,8 +713,14 @@ void Agent::Start(Conn& c, FrameReader& r) {
   }
   SetNonBlocking(cmd->out_fd);
   if (cmd->err_fd >= 0) SetNonBlocking(cmd->err_fd);
+  SetNonBlocking(status[0]);
+  cmd->status_fd = status[0];
+  cmd->keeper = keeper;
   cmd->pid = pid;
-  if (timeout_ms > 0) cmd->deadline_ms = NowMs() + static_cast<int64_t>(timeout_ms);
+  constexpr uint64_t kMaxTimeoutMs = uint64_t{400} * 24 * 3600 * 1000;  // beyond: none
+  if (timeout_ms > 0 && timeout_ms < kMaxTimeoutMs) {
+    cmd->deadline_ms = NowMs() + static_cast<int64_t>(timeout_ms);
+  }
   cmd->grace_ms = static_cast<int64_t>(grace_ms > 600000 ? 600000 : grace_ms);
   cmd->conn = &c;
   c.cmd = cmd.get();
@@ -672,70 +774,79 @@ void Agent::Pump(Command& cmd) {
   }
 }
 
+// The agent's children are the keepers: reaped here (a command's own end comes through its
+// keeper's status pipe, ReadStatus).
 void Agent::Reap() {
-  std::vector<Command*> ended;
   for (;;) {
     int status = 0;
     const pid_t pid = waitpid(-1, &status, WNOHANG);
-    if (pid <= 0) break;
+    if (pid <= 0) return;
     for (auto& [id, cmd] : commands_) {
-      if (cmd->pid == pid && !cmd->reaped) {
-        cmd->reaped = true;
-        cmd->status = status;
-        if (cmd->conn == nullptr) cmd->forget_at_ms = NowMs() + kForgetAfterMs;
-        ended.push_back(cmd.get());
-      }
+      if (cmd->keeper == pid) cmd->keeper = 0;
     }
-    // Anything else was an orphan of some command's tree: reaped, nothing to report.
-  }
-  if (ended.empty()) return;
-  // The children of a command's first process came to the agent when it ended: they are that
-  // command's (by their session or group; else the only command that just ended).
-  std::set<pid_t> roots;
-  for (const auto& [id, cmd] : commands_) roots.insert(cmd->pid);
-  for (const ProcStat& p : ReadProcs()) {
-    if (p.ppid != getpid() || roots.count(p.pid) != 0) continue;
-    Command* owner = nullptr;
-    for (Command* c : ended) {
-      if (p.session == c->pid || p.pgrp == c->pid) owner = c;
-    }
-    if (owner == nullptr && ended.size() == 1) owner = ended.front();
-    if (owner != nullptr) owner->orphans.insert(p.pid);
   }
 }
 
-// Signals the command's tree: its session and process group (it is their leader) and every
-// descendant of its first process (orphans stay under it: it is a subreaper). As the command's
-// uid (effective only: the agent's real and saved uid stay its own, so no command can signal
-// it meanwhile), since the agent has no CAP_KILL.
+// The wait status of the command's first process, from its keeper; EOF without one (a keeper
+// that died) ends the command without a status.
+void Agent::ReadStatus(Command& cmd) {
+  int32_t st = 0;
+  const ssize_t n = read(cmd.status_fd, &st, sizeof st);
+  if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+  if (n == static_cast<ssize_t>(sizeof st) && !cmd.reaped) {
+    cmd.reaped = true;
+    cmd.status = st;
+    if (cmd.conn == nullptr) cmd.forget_at_ms = NowMs() + kForgetAfterMs;
+    return;
+  }
+  close(cmd.status_fd);
+  cmd.status_fd = -1;
+  if (!cmd.reaped) {
+    cmd.reaped = true;
+    cmd.status = -1;  // neither exited nor signalled: EXIT says code -1, signal 0
+  }
+}
+
+// Every process of the command's tree: the descendants of its keeper (which are all of them:
+// the keeper is their subreaper and lives until they are gone), and its process group.
+std::set<pid_t> TreeOf(pid_t keeper, const std::vector<ProcStat>& procs) {
+  std::set<pid_t> tree;
+  if (keeper <= 0) return tree;
+  std::set<pid_t> parents = {keeper};
+  bool grew = true;
+  while (grew) {
+    grew = false;
+    for (const ProcStat& p : procs) {
+      if (parents.count(p.ppid) != 0 && parents.insert(p.pid).second) {
+        tree.insert(p.pid);
+        grew = true;
+      }
+    }
+  }
+  return tree;
+}
+
+// Signals the command's tree, as the command's uid (effective only: the agent's real and saved
+// uid stay its own, so no command can signal it meanwhile), since the agent has no CAP_KILL.
+// A KILL first stops every process of the tree until a pass finds no new one (a stopped
+// process cannot fork), so nothing escapes by forking faster than the kill.
 void Agent::KillTree(Command& cmd, int sig) {
   if (seteuid(cmd.uid) != 0) return;
   if (sig == SIGKILL && cmd.killed_at_ms == 0) cmd.killed_at_ms = NowMs();
-  // The tree is read before anything is signalled: once a process dies its children go to the
-  // agent and no longer show whose they were. Later rounds catch what forked meanwhile.
-  std::set<pid_t> known = cmd.orphans;
-  if (!cmd.reaped) known.insert(cmd.pid);
-  const int rounds = sig == SIGKILL ? 4 : 1;
-  for (int round = 0; round < rounds; ++round) {
-    std::vector<ProcStat> procs = ReadProcs();
-    std::set<pid_t> tree = known;
-    bool grew = true;
-    while (grew) {
-      grew = false;
-      for (const ProcStat& p : procs) {
-        if (tree.count(p.pid) == 0 &&
-            (tree.count(p.ppid) != 0 || p.session == cmd.pid || p.pgrp == cmd.pid)) {
-          tree.insert(p.pid);
-          grew = true;
-        }
-      }
+  if (!cmd.reaped) (void)kill(-cmd.pid, sig == SIGKILL ? SIGSTOP : sig);
+  std::set<pid_t> seen;
+  for (int pass = 0; pass < 64; ++pass) {
+    bool fresh = false;
+    for (pid_t p : TreeOf(cmd.keeper, ReadProcs())) {
+      if (!seen.insert(p).second) continue;
+      fresh = true;
+      (void)kill(p, sig == SIGKILL ? SIGSTOP : sig);
     }
-    tree.erase(getpid());
-    known = tree;
-    bool any = false;
-    if (!cmd.reaped) any |= kill(-cmd.pid, sig) == 0;
-    for (pid_t p : tree) any |= kill(p, sig) == 0;
-    if (!any) break;
+    if (!fresh || sig != SIGKILL) break;
+  }
+  if (sig == SIGKILL) {
+    if (!cmd.reaped) (void)kill(-cmd.pid, SIGKILL);
+    for (pid_t p : seen) (void)kill(p, SIGKILL);
   }
   (void)seteuid(kAgentUid);
 }
@@ -764,6 +875,7 @@ void Agent::Tick(int64_t now) {
     }
     if (cmd.conn == nullptr && cmd.finished() && cmd.forget_at_ms > 0 && now >= cmd.forget_at_ms) {
       if (cmd.in_fd >= 0 && !cmd.pty) close(cmd.in_fd);
+      if (cmd.status_fd >= 0) close(cmd.status_fd);
       it = commands_.erase(it);
       continue;
     }
@@ -808,6 +920,14 @@ void Agent::Serve() {
         }
       }
     }
+    const size_t status_base = fds.size();
+    std::vector<Command*> statuses;
+    for (auto& [id, cmd] : commands_) {
+      if (cmd->status_fd >= 0) {
+        fds.push_back({cmd->status_fd, POLLIN, 0});
+        statuses.push_back(cmd.get());
+      }
+    }
     const size_t in_base = fds.size();
     std::vector<Command*> ins;
     for (auto& [id, cmd] : commands_) {
@@ -835,6 +955,9 @@ void Agent::Serve() {
       }
       for (size_t i = 0; i < ins.size(); ++i) {
         if (fds[in_base + i].revents != 0) FlushStdin(*ins[i]);
+      }
+      for (size_t i = 0; i < statuses.size(); ++i) {
+        if (fds[status_base + i].revents != 0) ReadStatus(*statuses[i]);
       }
       for (size_t i = 0; i < conns_.size(); ++i) {
         const pollfd& p = fds[conn_base + i];
