@@ -191,8 +191,7 @@ TEST_F(SandboxAgent, ATimeoutLeavesNothingOfTheTree) {
 // hops from process to process in new sessions faster than a kill reads the process table, and
 // what a one-shot runner that dies leaves: all of it ends with the command.
 TEST_F(SandboxAgent, NothingEscapesTheTreeKillByDetachingOrHopping) {
-  auto late = Exec({"--timeout", "3"},
-                   "sh -c 'sleep 1; (setsid sleep 3001 &); sleep 1' & exit 0");
+  auto late = Exec({"--timeout", "3"}, "sh -c 'sleep 1; (setsid sleep 3001 &); sleep 1' & exit 0");
   EXPECT_EQ(late.exit_code, 124) << late.out << late.err;
   std::ofstream(workspace_ + "/hop.sh")
       << "trap '' TERM HUP INT; sleep 0.05; setsid sh /workspace/hop.sh & exit 0\n";

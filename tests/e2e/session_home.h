@@ -53,8 +53,9 @@ class SessionHome : public SandrunHome {
   // How many processes in the sandbox have a command line matching the grep pattern (write it
   // so that it matches neither itself nor a shell whose command line holds it: '^sleep 3[0]0').
   std::string CountInTheSandbox(const std::string& pattern) {
-    auto r = Exec({}, "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline; echo; done | grep -c '" +
-                          pattern + "'");
+    auto r =
+        Exec({}, "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline; echo; done | grep -c '" +
+                     pattern + "'");
     std::string out = r.out;
     while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
     return out;

@@ -11,11 +11,11 @@
 
 #include <chrono>
 #include <cstdio>
-#include <fstream>
-#include <thread>
 #include <filesystem>
+#include <fstream>
 #include <random>
 #include <string>
+#include <thread>
 
 #include "sandbox/executors/docker/agent_exec.h"
 #include "sandbox/executors/docker/agent_link.h"

@@ -39,7 +39,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <deque>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <set>
@@ -522,6 +524,25 @@ __attribute__((noinline)) pid_t Spawn(const ChildPlan& plan) {
   return pid;
 }
 
+// close_range(first, last); where the kernel or filter lacks it, each fd that is open.
+void CloseRange(int first, int last) {
+  if (syscall(SYS_close_range, static_cast<unsigned>(first), static_cast<unsigned>(last), 0) == 0) {
+    return;
+  }
+  if (DIR* d = opendir("/proc/self/fd")) {
+    std::vector<int> fds;
+    while (dirent* e = readdir(d)) {
+      const int fd = atoi(e->d_name);
+      if (e->d_name[0] >= '0' && e->d_name[0] <= '9' && fd >= first && fd <= last &&
+          fd != dirfd(d)) {
+        fds.push_back(fd);
+      }
+    }
+    closedir(d);
+    for (int fd : fds) close(fd);
+  }
+}
+
 void WriteAll(int fd, const void* data, size_t len) {
   const char* p = static_cast<const char*>(data);
   while (len > 0) {
@@ -538,20 +559,18 @@ void WriteAll(int fd, const void* data, size_t len) {
 // to `status_fd`, reaps every process of the tree and exits once none is left.
 [[noreturn]] void RunKeeper(const ChildPlan& plan, int status_fd) {
   signal(SIGCHLD, SIG_DFL);
-  if (DIR* d = opendir("/proc/self/fd")) {
-    std::vector<int> open_fds;
-    while (dirent* e = readdir(d)) {
-      if (e->d_name[0] >= '0' && e->d_name[0] <= '9') open_fds.push_back(atoi(e->d_name));
+  // Everything else of the agent's is closed (another command's input, a runner's connection:
+  // held open here, they would never reach EOF), with close_range between the fds kept.
+  int keep[] = {2, status_fd, plan.in_fd, plan.out_fd, plan.err_fd};
+  std::sort(std::begin(keep), std::end(keep));
+  int from = 3;
+  for (int fd : keep) {
+    if (fd >= from) {
+      if (fd > from) CloseRange(from, fd - 1);
+      from = fd + 1;
     }
-    const int own = dirfd(d);
-    for (int fd : open_fds) {
-      if (fd > 2 && fd != own && fd != status_fd && fd != plan.in_fd && fd != plan.out_fd &&
-          fd != plan.err_fd) {
-        close(fd);
-      }
-    }
-    closedir(d);
   }
+  CloseRange(from, INT32_MAX);
   if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) _exit(1);
   const pid_t child = Spawn(plan);
   close(plan.in_fd);
