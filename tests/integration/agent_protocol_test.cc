@@ -48,17 +48,7 @@ class AgentProtocolTest : public ::testing::Test {
     dir_ = ensured->agent_dir;
   }
 
-  void TearDown() override {
-    if (client_) {
-      auto list = client_->ListContainers(
-          {std::string(exec::kInstanceLabel) + "=" + spec_.instance_id}, true);
-      if (list) {
-        for (const auto& ct : *list) EXPECT_TRUE(client_->RemoveContainer(ct.id, true));
-      }
-    }
-    std::error_code ec;
-    if (!state_dir_.empty()) std::filesystem::remove_all(state_dir_, ec);
-  }
+  void TearDown() override { RemoveTestSandboxes(client_.get(), spec_.instance_id, state_dir_); }
 
   exec::Plan Plan(const std::string& command) {
     exec::Plan plan;
@@ -172,6 +162,24 @@ TEST_F(AgentProtocolTest, CommandsNeverStartAsRootOrAsTheAgent) {
   EXPECT_NE(check->aggregated.find("No such file"), std::string::npos) << check->aggregated;
 }
 
+// A START of `argv0` as nobody, id `id`, nothing else set.
+std::string StartFrame(const std::string& id, const std::string& argv0) {
+  return agent::FrameWriter(agent::Op::kStart)
+      .Str(id)
+      .U32(65534)
+      .U32(65534)
+      .U8(0)
+      .U16(0)
+      .U16(0)
+      .U64(0)
+      .U64(0)
+      .Str("/")
+      .U32(1)
+      .Str(argv0)
+      .U32(0)
+      .Finish();
+}
+
 TEST_F(AgentProtocolTest, MalformedAndOversizedFramesCostOnlyTheirConnection) {
   // A length beyond the frame limit, a zero length, an unknown op after HELLO, a START whose
   // fields run past its frame, a relative argv[0], a bad command id.
@@ -190,34 +198,8 @@ TEST_F(AgentProtocolTest, MalformedAndOversizedFramesCostOnlyTheirConnection) {
       std::string("\0\0\0\0", 4),
       hello + agent::FrameWriter(static_cast<agent::Op>(0x42)).Finish(),
       hello + agent::FrameWriter(agent::Op::kStart).Str(std::string(32, 'c')).U32(65534).Finish(),
-      hello + agent::FrameWriter(agent::Op::kStart)
-                  .Str(std::string(32, 'd'))
-                  .U32(65534)
-                  .U32(65534)
-                  .U8(0)
-                  .U16(0)
-                  .U16(0)
-                  .U64(0)
-                  .U64(0)
-                  .Str("/")
-                  .U32(1)
-                  .Str("sh")
-                  .U32(0)
-                  .Finish(),
-      hello + agent::FrameWriter(agent::Op::kStart)
-                  .Str("../../etc")
-                  .U32(65534)
-                  .U32(65534)
-                  .U8(0)
-                  .U16(0)
-                  .U16(0)
-                  .U64(0)
-                  .U64(0)
-                  .Str("/")
-                  .U32(1)
-                  .Str("/bin/true")
-                  .U32(0)
-                  .Finish(),
+      hello + StartFrame(std::string(32, 'd'), "sh"),  // a relative argv[0]
+      hello + StartFrame("../../etc", "/bin/true"),    // not a command id
       hello + agent::FrameWriter(agent::Op::kAttach).Str(std::string(32, 'e')).U64(0).Finish(),
   };
   for (size_t i = 0; i < bad.size(); ++i) {

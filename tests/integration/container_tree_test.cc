@@ -81,17 +81,7 @@ class ContainerTreeTest : public ::testing::Test {
     return true;
   }
 
-  void TearDown() override {
-    if (client_) {
-      auto list = client_->ListContainers(
-          {std::string(exec::kInstanceLabel) + "=" + spec_.instance_id}, true);
-      if (list) {
-        for (const auto& ct : *list) EXPECT_TRUE(client_->RemoveContainer(ct.id, true));
-      }
-    }
-    std::error_code ec;
-    if (!state_dir_.empty()) std::filesystem::remove_all(state_dir_, ec);
-  }
+  void TearDown() override { RemoveTestSandboxes(client_.get(), spec_.instance_id, state_dir_); }
 
   exec::Plan Plan(const std::string& command, int64_t timeout_ms) {
     exec::Plan plan;

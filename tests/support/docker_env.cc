@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <random>
 
 #include "sandbox/base/json.h"
@@ -48,6 +49,19 @@ exec::SandboxSpec TestSandboxSpec(const std::string& tag, const std::string& sco
   spec.pids_limit = 256;
   spec.state_dir = state_dir;
   return spec;
+}
+
+void RemoveTestSandboxes(docker::Client* client, const std::string& instance_id,
+                         const std::string& state_dir) {
+  if (client != nullptr) {
+    // The label's name as the container pool writes it (exec::kInstanceLabel).
+    auto list = client->ListContainers({"sandrun.instance=" + instance_id}, true);
+    if (list) {
+      for (const auto& ct : *list) EXPECT_TRUE(client->RemoveContainer(ct.id, true));
+    }
+  }
+  std::error_code ec;
+  if (!state_dir.empty()) std::filesystem::remove_all(state_dir, ec);
 }
 
 std::string DefaultSeccompJson() {

@@ -30,6 +30,9 @@ inline constexpr char kMinimalImage[] = "sandrun-sandbox:minimal";
 // fresh instance id (random, `tag`, this pid) whose registry lives in `state_dir`.
 exec::SandboxSpec TestSandboxSpec(const std::string& tag, const std::string& scope_key,
                                   const std::string& state_dir);
+// Removes every container of `instance_id` (each removal must succeed) and `state_dir`.
+void RemoveTestSandboxes(docker::Client* client, const std::string& instance_id,
+                         const std::string& state_dir);
 inline constexpr char kTestLabel[] = "sandrun.test";
 
 }  // namespace sandrun::testing
