@@ -38,10 +38,11 @@
 #include "sandbox/executors/docker/container_pool.h"
 #include "sandbox/executors/docker/docker_executor.h"
 #include "sandbox/executors/docker/exec_wrapper.h"
+#include "tests/bench/bench_clock.h"
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using sandrun::bench::Clock;
 using sandrun::exec::DockerExecutor;
 using sandrun::exec::ExecOutcome;
 using sandrun::exec::Plan;
@@ -49,20 +50,9 @@ using sandrun::exec::SandboxSpec;
 
 constexpr char kUser[] = "65534:65534";
 
-double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
-
-double CpuMs() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return (static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1000.0) +
-         (static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1000.0);
-}
-
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[static_cast<size_t>(p * static_cast<double>(v.size() - 1))];
-}
+using sandrun::bench::CpuMs;
+using sandrun::bench::Ms;
+using sandrun::bench::Percentile;
 
 int Fail(const std::string& what) {
   std::fprintf(stderr, "agent_bench: %s\n", what.c_str());

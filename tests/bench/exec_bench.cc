@@ -16,26 +16,17 @@
 #include <vector>
 
 #include "sandbox/docker/client.h"
+#include "tests/bench/bench_clock.h"
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using sandrun::bench::Clock;
 using sandrun::docker::Client;
 using sandrun::docker::ExecSpec;
 
-double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
-
-double CpuMs() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return (static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1000.0) +
-         (static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1000.0);
-}
-
-double Percentile(std::vector<double> v, double p) {
-  std::sort(v.begin(), v.end());
-  return v[static_cast<size_t>(p * static_cast<double>(v.size() - 1))];
-}
+using sandrun::bench::CpuMs;
+using sandrun::bench::Ms;
+using sandrun::bench::Percentile;
 
 int Fail(const sandrun::Error& e) {
   std::fprintf(stderr, "exec_bench: %s\n", e.ToString().c_str());

@@ -23,7 +23,6 @@
 namespace sandrun::agent {
 namespace {
 
-
 [[noreturn]] void ChildFail(const char* step) {
   const int e = errno;
   char buf[160];
@@ -188,7 +187,6 @@ std::string HomeOf(uint32_t uid) {
   }
   _exit(0);
 }
-
 
 std::vector<ProcStat> ReadProcs() {
   std::vector<ProcStat> procs;

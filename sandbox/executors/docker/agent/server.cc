@@ -90,7 +90,6 @@ void Agent::Accept() {
   }
 }
 
-
 void Agent::ReadConn(Conn& c) {
   char buf[65536];
   bool eof = false;

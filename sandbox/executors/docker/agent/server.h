@@ -104,5 +104,4 @@ class Agent {
   std::map<std::string, std::unique_ptr<Command>> commands_;
 };
 
-
 }  // namespace sandrun::agent
