@@ -23,6 +23,8 @@ extern char** environ;
 namespace sandrun::agent {
 namespace {
 
+constexpr int64_t kKillAgainMs = 200;
+
 int g_sigchld_pipe[2] = {-1, -1};
 
 void OnSigchld(int) {
@@ -199,7 +201,12 @@ void Agent::Handle(Conn& c, Op op, const std::string& payload) {
       if (done != 0 && cmd.exit_sent && cmd.acked == cmd.end) {
         c.cmd = nullptr;
         cmd.conn = nullptr;
-        commands_.erase(cmd.id);
+        // A killed tree whose keeper still waits for a last process stays until it is gone.
+        if (cmd.killed_at_ms > 0 && cmd.keeper > 0) {
+          cmd.forget_at_ms = NowMs();
+        } else {
+          commands_.erase(cmd.id);
+        }
       }
       return;
     }
@@ -502,6 +509,7 @@ void Agent::ReadStatus(Command& cmd) {
 void Agent::KillTree(Command& cmd, int sig) {
   if (seteuid(cmd.uid) != 0) return;
   if (sig == SIGKILL && cmd.killed_at_ms == 0) cmd.killed_at_ms = NowMs();
+  if (sig == SIGKILL) cmd.last_kill_ms = NowMs();
   if (!cmd.reaped) (void)kill(-cmd.pid, sig == SIGKILL ? SIGSTOP : sig);
   std::set<pid_t> seen;
   for (int pass = 0; pass < 64; ++pass) {
@@ -536,13 +544,19 @@ void Agent::Tick(int64_t now) {
     }
     // Killed and ended: whatever still holds its output (out of the tree's reach) does not keep
     // the command from ending.
+    // Whatever of a killed tree is still there (forked after the last pass read the table) is
+    // killed again: the keeper lives until the tree is empty, so nothing is out of reach.
+    if (cmd.killed_at_ms > 0 && cmd.keeper > 0 && now - cmd.last_kill_ms >= kKillAgainMs) {
+      KillTree(cmd, SIGKILL);
+    }
     if (cmd.reaped && cmd.killed_at_ms > 0 && now - cmd.killed_at_ms >= 1000) {
       for (int* fd : {&cmd.out_fd, &cmd.err_fd}) {
         if (*fd >= 0) close(*fd);
         *fd = -1;
       }
     }
-    if (cmd.conn == nullptr && cmd.finished() && cmd.forget_at_ms > 0 && now >= cmd.forget_at_ms) {
+    if (cmd.conn == nullptr && cmd.finished() && cmd.forget_at_ms > 0 && now >= cmd.forget_at_ms &&
+        !(cmd.killed_at_ms > 0 && cmd.keeper > 0)) {
       if (cmd.in_fd >= 0 && !cmd.pty) close(cmd.in_fd);
       if (cmd.status_fd >= 0) close(cmd.status_fd);
       it = commands_.erase(it);
@@ -560,6 +574,9 @@ int64_t Agent::NextWakeMs(int64_t now) const {
     }
     if (cmd->kill_at_ms > 0) next = std::min(next, cmd->kill_at_ms);
     if (cmd->forget_at_ms > 0) next = std::min(next, cmd->forget_at_ms);
+    if (cmd->killed_at_ms > 0 && cmd->keeper > 0) {
+      next = std::min(next, cmd->last_kill_ms + kKillAgainMs);
+    }
     if (cmd->reaped && cmd->killed_at_ms > 0 && (cmd->out_fd >= 0 || cmd->err_fd >= 0)) {
       next = std::min(next, cmd->killed_at_ms + 1000);
     }

@@ -47,8 +47,9 @@ struct Command {
   int status_fd = -1;  // the keeper's reports: the wait status of `pid` (after its pid)
   // When a KILL was sent: its output is then closed soon after its end, whoever holds it.
   int64_t killed_at_ms = 0;
-  std::string pending_in;  // STDIN bytes not yet written to the command
-  bool stdin_eof = false;  // STDIN_EOF came: close (or ^D on a PTY) once pending_in is written
+  int64_t last_kill_ms = 0;  // a killed tree is killed again until its keeper is gone
+  std::string pending_in;    // STDIN bytes not yet written to the command
+  bool stdin_eof = false;    // STDIN_EOF came: close (or ^D on a PTY) once pending_in is written
   bool timed_out = false;
   int64_t deadline_ms = 0;  // 0: none
   int64_t kill_at_ms = 0;   // after a timeout's TERM: KILL then
