@@ -108,6 +108,7 @@ RuntimeReply RemoveSandbox(const std::string& state_dir, const std::string& tena
   if (Status removed = found->client->RemoveContainer(match->id, true); !removed) {
     return {503, RenderToolError(removed.error())};
   }
+  exec::RemoveAgentDir(state_dir, exec::AgentDirOf(state_dir, match->labels));
   exec::SandboxRegistry registry(state_dir);
   (void)registry.Update([&](exec::RegistryState& s) { s.containers.erase(name); });
   exec::DockerExecutor executor(found->client);

@@ -179,6 +179,7 @@ int RunSandboxCommand(const GlobalOptions& global, const SandboxCommand& cmd) {
         return kExitFailure;
       }
       removed.push_back(name);
+      exec::RemoveAgentDir(*state_dir, exec::AgentDirOf(*state_dir, c.labels));
       std::printf("removed %s (recreated on next use)\n", name.c_str());
     }
     (void)registry.Update([&](exec::RegistryState& s) {

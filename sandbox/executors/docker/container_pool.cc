@@ -554,6 +554,7 @@ void ContainerPool::RemoveIfExhausted(const std::string& container,
                         std::to_string(limit) +
                         " processes left after the command; removed it (the next call gets a "
                         "fresh one).");
+    // Its agent directory goes with the next sweep (only its name is known here).
     (void)client_->RemoveContainer(container, true);
   }
 }

@@ -251,7 +251,7 @@ void Agent::Attach(Conn& c, FrameReader& r) {
   const uint64_t from = r.U64();
   if (!r.done()) return Fail(c, "bad attach");
   auto it = commands_.find(id);
-  if (it == commands_.end()) return Fail(c, "no such command");
+  if (it == commands_.end() || it->second->pid <= 0) return Fail(c, "no such command");
   Command& cmd = *it->second;
   const uint64_t start = from == kFromAcked ? cmd.acked : from;
   if (start < cmd.acked || start > cmd.end) return Fail(c, "output before that was acknowledged");
@@ -385,24 +385,8 @@ void Agent::Start(Conn& c, FrameReader& r) {
   close(child_in);
   if (child_out != child_in) close(child_out);
   if (child_err != child_in) close(child_err);
-  int32_t pid = -1;
-  if (keeper > 0) {
-    // Written right after the keeper's vfork returns: a short blocking read.
-    size_t got = 0;
-    while (got < sizeof pid) {
-      const ssize_t n = read(status[0], reinterpret_cast<char*>(&pid) + got, sizeof pid - got);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;
-      got += static_cast<size_t>(n);
-    }
-    if (got != sizeof pid) pid = -1;
-    if (pid < 0) fork_errno = EAGAIN;
-  }
-  if (pid < 0) {
-    if (status[0] >= 0) close(status[0]);
-    if (cmd->in_fd >= 0) close(cmd->in_fd);
-    if (cmd->out_fd >= 0) close(cmd->out_fd);
-    if (cmd->err_fd >= 0) close(cmd->err_fd);
+  if (keeper < 0) {
+    if (status[0] >= 0) close(status[0]);  // the command's own fds go with it
     errno = fork_errno;
     return Fail(c, std::string("cannot start the command: ") + strerror(fork_errno));
   }
@@ -411,7 +395,11 @@ void Agent::Start(Conn& c, FrameReader& r) {
   SetNonBlocking(status[0]);
   cmd->status_fd = status[0];
   cmd->keeper = keeper;
-  cmd->pid = pid;
+  // STARTED goes once the keeper has said the command's pid (ReadStatus), never waited for
+  // here: the child can be stopped by the sandbox's user between its switch and its exec, and
+  // the keeper's vfork with it; it is then killed at the start deadline.
+  cmd->pid = 0;
+  cmd->start_deadline_ms = NowMs() + 3000;
   constexpr uint64_t kMaxTimeoutMs = uint64_t{400} * 24 * 3600 * 1000;  // beyond: none
   if (timeout_ms > 0 && timeout_ms < kMaxTimeoutMs) {
     cmd->deadline_ms = NowMs() + static_cast<int64_t>(timeout_ms);
@@ -419,7 +407,6 @@ void Agent::Start(Conn& c, FrameReader& r) {
   cmd->grace_ms = static_cast<int64_t>(grace_ms > 600000 ? 600000 : grace_ms);
   cmd->conn = &c;
   c.cmd = cmd.get();
-  c.out += FrameWriter(Op::kStarted).U32(static_cast<uint32_t>(pid)).U64(0).Finish();
   commands_[cmd->id] = std::move(cmd);
 }
 
@@ -446,7 +433,7 @@ void Agent::ReadOutput(Command& cmd, int* fd, uint8_t stream) {
 // Sends what the attached connection has not seen, while its buffer is small, then EXIT.
 void Agent::Pump(Command& cmd) {
   Conn* c = cmd.conn;
-  if (c == nullptr || c->closing) return;
+  if (c == nullptr || c->closing || cmd.pid <= 0) return;  // nothing before STARTED
   for (const Chunk& ch : cmd.chunks) {
     if (c->out.size() >= 4 * kMaxChunk) return;
     const uint64_t ch_end = ch.offset + ch.data.size();
@@ -485,20 +472,55 @@ void Agent::Reap() {
 // The wait status of the command's first process, from its keeper; EOF without one (a keeper
 // that died) ends the command without a status.
 void Agent::ReadStatus(Command& cmd) {
-  int32_t st = 0;
-  const ssize_t n = read(cmd.status_fd, &st, sizeof st);
+  int32_t v = 0;
+  const ssize_t n = read(cmd.status_fd, &v, sizeof v);  // 4-byte writes to a pipe are atomic
   if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
-  if (n == static_cast<ssize_t>(sizeof st) && !cmd.reaped) {
+  if (n == static_cast<ssize_t>(sizeof v) && cmd.pid == 0) {
+    if (v <= 0) return Abandon(cmd, "cannot start the command");
+    cmd.pid = v;
+    cmd.start_deadline_ms = 0;
+    if (cmd.conn != nullptr) {
+      cmd.conn->out += FrameWriter(Op::kStarted).U32(static_cast<uint32_t>(v)).U64(0).Finish();
+    }
+    return;
+  }
+  if (n == static_cast<ssize_t>(sizeof v) && !cmd.reaped) {
     cmd.reaped = true;
-    cmd.status = st;
+    cmd.status = v;
     if (cmd.conn == nullptr) cmd.forget_at_ms = NowMs() + kForgetAfterMs;
     return;
   }
   close(cmd.status_fd);
   cmd.status_fd = -1;
+  if (cmd.pid == 0) return Abandon(cmd, "cannot start the command");
   if (!cmd.reaped) {
     cmd.reaped = true;
     cmd.status = -1;  // neither exited nor signalled: EXIT says code -1, signal 0
+  }
+}
+
+// A command that never started (its keeper failed, or its child was stopped before its exec):
+// the client gets an ERROR, whatever of its tree exists is killed, and it is forgotten once
+// its keeper is gone.
+void Agent::Abandon(Command& cmd, const std::string& why) {
+  if (cmd.conn != nullptr) {
+    Fail(*cmd.conn, why);
+    cmd.conn->cmd = nullptr;
+    cmd.conn = nullptr;
+  }
+  KillTree(cmd, SIGKILL);
+  cmd.pid = -1;
+  cmd.reaped = true;
+  for (int* fd : {&cmd.out_fd, &cmd.err_fd}) {
+    if (*fd >= 0) close(*fd);
+    *fd = -1;
+  }
+  cmd.forget_at_ms = NowMs();
+}
+
+Command::~Command() {
+  for (int fd : {out_fd, err_fd, in_fd, status_fd}) {
+    if (fd >= 0 && !(pty && fd == in_fd)) close(fd);
   }
 }
 
@@ -510,7 +532,7 @@ void Agent::KillTree(Command& cmd, int sig) {
   if (seteuid(cmd.uid) != 0) return;
   if (sig == SIGKILL && cmd.killed_at_ms == 0) cmd.killed_at_ms = NowMs();
   if (sig == SIGKILL) cmd.last_kill_ms = NowMs();
-  if (!cmd.reaped) (void)kill(-cmd.pid, sig == SIGKILL ? SIGSTOP : sig);
+  if (!cmd.reaped && cmd.pid > 0) (void)kill(-cmd.pid, sig == SIGKILL ? SIGSTOP : sig);
   std::set<pid_t> seen;
   for (int pass = 0; pass < 64; ++pass) {
     bool fresh = false;
@@ -522,7 +544,7 @@ void Agent::KillTree(Command& cmd, int sig) {
     if (!fresh || sig != SIGKILL) break;
   }
   if (sig == SIGKILL) {
-    if (!cmd.reaped) (void)kill(-cmd.pid, SIGKILL);
+    if (!cmd.reaped && cmd.pid > 0) (void)kill(-cmd.pid, SIGKILL);
     for (pid_t p : seen) (void)kill(p, SIGKILL);
   }
   (void)seteuid(kAgentUid);
@@ -531,6 +553,9 @@ void Agent::KillTree(Command& cmd, int sig) {
 void Agent::Tick(int64_t now) {
   for (auto it = commands_.begin(); it != commands_.end();) {
     Command& cmd = *it->second;
+    if (cmd.pid == 0 && cmd.start_deadline_ms > 0 && now >= cmd.start_deadline_ms) {
+      Abandon(cmd, "the command did not start (stopped before it ran?)");
+    }
     // Until it has ended and its output closed: a tree whose first process exited while
     // another holds its output open still times out (and is killed).
     if (!cmd.finished() && cmd.deadline_ms > 0 && now >= cmd.deadline_ms && !cmd.timed_out) {
@@ -557,9 +582,7 @@ void Agent::Tick(int64_t now) {
     }
     if (cmd.conn == nullptr && cmd.finished() && cmd.forget_at_ms > 0 && now >= cmd.forget_at_ms &&
         !(cmd.killed_at_ms > 0 && cmd.keeper > 0)) {
-      if (cmd.in_fd >= 0 && !cmd.pty) close(cmd.in_fd);
-      if (cmd.status_fd >= 0) close(cmd.status_fd);
-      it = commands_.erase(it);
+      it = commands_.erase(it);  // its fds close with it
       continue;
     }
     ++it;
@@ -574,6 +597,7 @@ int64_t Agent::NextWakeMs(int64_t now) const {
     }
     if (cmd->kill_at_ms > 0) next = std::min(next, cmd->kill_at_ms);
     if (cmd->forget_at_ms > 0) next = std::min(next, cmd->forget_at_ms);
+    if (cmd->pid == 0 && cmd->start_deadline_ms > 0) next = std::min(next, cmd->start_deadline_ms);
     if (cmd->killed_at_ms > 0 && cmd->keeper > 0) {
       next = std::min(next, cmd->last_kill_ms + kKillAgainMs);
     }

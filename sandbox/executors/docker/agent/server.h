@@ -29,8 +29,14 @@ struct Chunk {
 struct Conn;
 
 struct Command {
+  Command() = default;
+  Command(const Command&) = delete;
+  Command& operator=(const Command&) = delete;
+  ~Command();  // closes every fd it still holds
+
   std::string id;
-  pid_t pid = 0;
+  pid_t pid = 0;                  // 0 while starting (its keeper has not said yet)
+  int64_t start_deadline_ms = 0;  // while starting: a child stopped before exec is killed then
   uint32_t uid = 0;
   int out_fd = -1;  // stdout, or the PTY's master
   int err_fd = -1;
@@ -93,6 +99,7 @@ class Agent {
   void Pump(Command& cmd);
   void Reap();
   void ReadStatus(Command& cmd);
+  void Abandon(Command& cmd, const std::string& why);
   void KillTree(Command& cmd, int sig);
   void Tick(int64_t now);
   void Detach(Command& cmd);
