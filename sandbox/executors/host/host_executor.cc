@@ -382,6 +382,15 @@ class HostRunningProcess final : public RunningProcess {
 
 Result<ExecOutcome> HostExecutor::Run(const Plan& plan, const LiveSink& live,
                                       const CancelToken* cancel) {
+  if (cancel != nullptr && cancel->cancelled()) {
+    // Cancelled before it started: nothing is spawned (a child signalled while it is still
+    // setting itself up may only die at the end of the kill grace).
+    ExecOutcome aborted;
+    aborted.status = ExecOutcome::Status::kAborted;
+    aborted.cwd = plan.cwd;
+    aborted.where = "host";
+    return aborted;
+  }
   std::shared_ptr<const void> hardening;
   std::vector<std::string> warnings;
   SANDRUN_ASSIGN_OR_RETURN(SpawnOptions spawn,
