@@ -165,11 +165,10 @@ TEST_F(SandboxAgent, OtherCommandsResultsStayRightWhileOneAttacks) {
 
 TEST_F(SandboxAgent, AProcessKillOfASessionLeavesNothingOfItsTree) {
   StartServer();
-  auto r = Exec({"--background", "--json"},
-                "sleep 301 & setsid sleep 302 & (sleep 303 &); "
-                "sh -c 'trap \"\" TERM HUP INT; sleep 304' & touch /workspace/started; sleep 305");
-  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  const std::string id = Details(Parsed(r.out), "sessionId");
+  const std::string id = Background(
+      "sleep 301 & setsid sleep 302 & (sleep 303 &); "
+      "sh -c 'trap \"\" TERM HUP INT; sleep 304' & touch /workspace/started; sleep 305");
+  ASSERT_FALSE(id.empty());
   ASSERT_TRUE(WaitForFile(workspace_ + "/started"));
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   EXPECT_EQ(SleepersInTheSandbox(), "5");
@@ -217,11 +216,10 @@ TEST_F(SandboxAgent, ATimeoutEndsOnlyItsOwnTree) {
 // server re-attaches through the agent: every line is there once, in order, and the exit code.
 TEST_F(SandboxAgent, ARestartReattachesWithoutLosingOutput) {
   StartServer();
-  auto r = Exec({"--background", "--json"},
-                "i=0; while [ $i -lt 60 ]; do echo line-$i; i=$((i+1)); "
-                "[ $i = 10 ] && touch /workspace/started; sleep 0.05; done; exit 7");
-  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  const std::string id = Details(Parsed(r.out), "sessionId");
+  const std::string id = Background(
+      "i=0; while [ $i -lt 60 ]; do echo line-$i; i=$((i+1)); "
+      "[ $i = 10 ] && touch /workspace/started; sleep 0.05; done; exit 7");
+  ASSERT_FALSE(id.empty());
   ASSERT_TRUE(WaitForFile(workspace_ + "/started"));
   CrashServer();
   std::this_thread::sleep_for(std::chrono::milliseconds(1000));  // it prints meanwhile
@@ -239,11 +237,10 @@ TEST_F(SandboxAgent, ARestartReattachesWithoutLosingOutput) {
 // takes it over with its output, and its kill still works.
 TEST_F(SandboxAgent, AGracefulRestartLeavesTheSessionRunningAndReattaches) {
   StartServer();
-  auto r = Exec({"--background", "--json"},
-                "echo before; touch /workspace/started; "
-                "while [ ! -e /workspace/go ]; do sleep 0.05; done; echo after; sleep 300");
-  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  const std::string id = Details(Parsed(r.out), "sessionId");
+  const std::string id = Background(
+      "echo before; touch /workspace/started; "
+      "while [ ! -e /workspace/go ]; do sleep 0.05; done; echo after; sleep 300");
+  ASSERT_FALSE(id.empty());
   ASSERT_TRUE(WaitForFile(workspace_ + "/started"));
   StopServer();
   std::ofstream(workspace_ + "/go") << "";
@@ -342,9 +339,8 @@ TEST_P(ExecPaths, APtyIsATerminalOfTheRequestedSize) {
 
 TEST_P(ExecPaths, StdinOfABackgroundSessionAndItsKill) {
   StartServer();
-  auto r = Exec({"--background", "--json"}, "read line; echo got-$line; sleep 300");
-  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  const std::string id = Details(Parsed(r.out), "sessionId");
+  const std::string id = Background("read line; echo got-$line; sleep 300");
+  ASSERT_FALSE(id.empty());
   Process({"write", "--session-id", id, "--data", "hello\n"});
   for (int i = 0; i < 100 && LogText(id) != "got-hello"; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));

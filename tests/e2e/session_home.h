@@ -26,6 +26,12 @@ class SessionHome : public SandrunHome {
     args.insert(args.begin(), "process");
     return Parsed(Sandrun(args).out);
   }
+  // Starts `command` as a background session (`exec --background --json`); its id.
+  std::string Background(const std::string& command) {
+    auto r = Exec({"--background", "--json"}, command);
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    return Details(Parsed(r.out), "sessionId");
+  }
   // SIGKILLs the server StartServer started.
   void CrashServer() {
     ::kill(server_pid_, SIGKILL);

@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "sandbox/base/strings.h"
+#include "sandbox/executors/docker/host_mounts.h"
 #include "sandbox/os/host_path.h"
 #include "sandbox/os/random.h"
 
@@ -49,22 +50,9 @@ Result<UniqueFd> OpenAgentDir(const std::string& dir) {
 }  // namespace
 
 std::optional<std::pair<uint32_t, uint32_t>> ParseNumericUser(const std::string& user) {
-  const size_t colon = user.find(':');
-  if (colon == std::string::npos) return std::nullopt;
-  auto num = [](std::string_view s) -> std::optional<uint32_t> {
-    if (s.empty() || s.size() > 10) return std::nullopt;
-    uint64_t v = 0;
-    for (char c : s) {
-      if (c < '0' || c > '9') return std::nullopt;
-      v = v * 10 + static_cast<uint64_t>(c - '0');
-    }
-    if (v > INT32_MAX) return std::nullopt;
-    return static_cast<uint32_t>(v);
-  };
-  auto uid = num(std::string_view(user).substr(0, colon));
-  auto gid = num(std::string_view(user).substr(colon + 1));
-  if (!uid || !gid) return std::nullopt;
-  return std::make_pair(*uid, *gid);
+  const UserIds ids = ParseUser(user);
+  if (!ids.uid || !ids.gid || *ids.uid > INT32_MAX || *ids.gid > INT32_MAX) return std::nullopt;
+  return std::make_pair(*ids.uid, *ids.gid);
 }
 
 AgentLink::AgentLink(UniqueFd fd) : fd_(std::move(fd)), write_mu_(std::make_unique<std::mutex>()) {}

@@ -21,11 +21,6 @@
 namespace sandrun::exec {
 namespace {
 
-struct UserIds {
-  std::optional<uint32_t> uid;
-  std::optional<uint32_t> gid;
-};
-
 std::optional<uint32_t> ParseId(const std::string& s) {
   if (s.empty() || s.size() > 10 || s.find_first_not_of("0123456789") != std::string::npos) {
     return std::nullopt;
@@ -33,15 +28,6 @@ std::optional<uint32_t> ParseId(const std::string& s) {
   unsigned long long v = std::stoull(s);
   if (v > 0xfffffffeULL) return std::nullopt;
   return static_cast<uint32_t>(v);
-}
-
-// "uid[:gid]" with numbers; names stay unknown.
-UserIds ParseUser(const std::string& user) {
-  const size_t colon = user.find(':');
-  UserIds ids;
-  ids.uid = ParseId(user.substr(0, colon));
-  if (colon != std::string::npos) ids.gid = ParseId(user.substr(colon + 1));
-  return ids;
 }
 
 std::string Parent(const std::string& path) {
@@ -133,6 +119,14 @@ void ChownRootOwnedBelow(int dir_fd, uint64_t dev, uid_t uid, gid_t gid, int dep
 }
 
 }  // namespace
+
+UserIds ParseUser(const std::string& user) {
+  const size_t colon = user.find(':');
+  UserIds ids;
+  ids.uid = ParseId(user.substr(0, colon));
+  if (colon != std::string::npos) ids.gid = ParseId(user.substr(colon + 1));
+  return ids;
+}
 
 Status GiveScratchToSandboxUser(const SandboxSpec& spec) {
   const UserIds ids = ParseUser(spec.user);

@@ -21,6 +21,7 @@
 // detached when the container is removed (prune, recreate).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,13 @@ MountSupport DetectMountSupport(bool engine_is_local);
 // Whether `user` ("uid[:gid]" or a name) may be root in the container: uid 0, "root", or a name
 // (which the image's passwd maps to a uid this side cannot see).
 bool UserMayBeRoot(const std::string& user);
+
+// A sandbox user "uid[:gid]" with numbers (each at most 4294967294); names stay unknown.
+struct UserIds {
+  std::optional<uint32_t> uid;
+  std::optional<uint32_t> gid;
+};
+UserIds ParseUser(const std::string& user);
 
 // The scope's scratch dir, ready for a container: created without following links, owned by the
 // sandbox user, mounted from its image when bounded. Returns an O_PATH fd of it.
