@@ -282,7 +282,7 @@ namespace {
 // or keeps them by the same option).
 void RegisterExecutors(exec::ExecutorRegistry& registry, const GlobalOptions& global,
                        const std::string& state_dir, const std::string& socket,
-                       bool die_with_runner) {
+                       bool die_with_runner, bool one_shot) {
   // Host commands must not reach this server's socket, the state dir or the engine.
   exec::HostExecutor::Options host_options = HostExecutorOptions(
       global, state_dir, socket.empty() ? std::vector<std::string>{} : std::vector{socket});
@@ -291,11 +291,14 @@ void RegisterExecutors(exec::ExecutorRegistry& registry, const GlobalOptions& gl
       exec::Target::kGateway, [host_options]() -> Result<std::shared_ptr<exec::Executor>> {
         return std::shared_ptr<exec::Executor>(std::make_shared<exec::HostExecutor>(host_options));
       });
-  registry.Register(exec::Target::kSandbox, []() -> Result<std::shared_ptr<exec::Executor>> {
-    SANDRUN_ASSIGN_OR_RETURN(auto client, docker::Client::FromEnvironment());
-    return std::shared_ptr<exec::Executor>(
-        std::make_shared<exec::DockerExecutor>(std::move(client)));
-  });
+  // Warm pools (sandbox.pool) only where something drains them: a long-running runtime.
+  registry.Register(exec::Target::kSandbox,
+                    [warm_pool = !one_shot]() -> Result<std::shared_ptr<exec::Executor>> {
+                      SANDRUN_ASSIGN_OR_RETURN(auto client, docker::Client::FromEnvironment());
+                      auto executor = std::make_shared<exec::DockerExecutor>(std::move(client));
+                      if (warm_pool) executor->pool().EnableWarmPool();
+                      return std::shared_ptr<exec::Executor>(std::move(executor));
+                    });
 }
 
 }  // namespace
@@ -308,7 +311,8 @@ Result<std::unique_ptr<Runtime>> Runtime::Start(const GlobalOptions& global, Opt
   if (options.one_shot) {
     // Nothing is created here: a call that cannot resolve the state dir says so itself.
     impl->state_dir = config::StateDirPath().value_or(std::string());
-    RegisterExecutors(impl->executors, global, impl->state_dir, "", /*die_with_runner=*/true);
+    RegisterExecutors(impl->executors, global, impl->state_dir, "", /*die_with_runner=*/true,
+                      /*one_shot=*/true);
     impl->audit = AuditTrail::Open(impl->state_dir, /*required=*/false).value();
     return std::unique_ptr<Runtime>(new Runtime(std::move(impl)));
   }
@@ -343,7 +347,7 @@ Result<std::unique_ptr<Runtime>> Runtime::Start(const GlobalOptions& global, Opt
   SANDRUN_ASSIGN_OR_RETURN(impl->events, EventHub::Open(impl->sessions_root + "/events"));
   SANDRUN_ASSIGN_OR_RETURN(impl->audit, AuditTrail::Open(impl->state_dir, /*required=*/true));
   RegisterExecutors(impl->executors, global, impl->state_dir, options.socket,
-                    !options.keep_host_processes);
+                    !options.keep_host_processes, /*one_shot=*/false);
   // The operator hears at once when no sandbox call can work (it is retried on each call).
   if (auto docker = impl->executors.For(exec::Target::kSandbox); !docker) {
     PrintWarning("sandbox calls will fail: " + docker.error().ToString());
@@ -731,6 +735,7 @@ void Runtime::CloseEvents() {
 
 void Runtime::Shutdown() {
   if (impl_->broker) impl_->broker->Shutdown();
+  impl_->executors.Shutdown();  // the warm pool's containers go; sessions are handled below
   if (impl_->options.private_sessions) {
     // Nothing outlives an in-process MCP server: no later run could reach its sessions.
     impl_->manager.reset();  // kills every session still running (executor contract)

@@ -24,6 +24,7 @@ struct TenantContainers {
   std::shared_ptr<docker::Client> client;
   std::string instance;
   std::vector<docker::ContainerSummary> containers;  // the tenant's only
+  std::vector<std::string> scopes;                   // each one's scope key
 };
 
 // The tenant's containers of this instance; nullopt with `failure` set when the engine or the
@@ -50,10 +51,16 @@ std::optional<TenantContainers> Load(const std::string& state_dir, const std::st
     *failure = {503, RenderToolError(listed.error())};
     return std::nullopt;
   }
+  // A warm-pool container is nobody's until claimed; a claimed one is its scope's.
+  const exec::RegistryState registry =
+      exec::SandboxRegistry(state_dir).Load().value_or(exec::RegistryState{});
   for (auto& c : *listed) {
     auto label = c.labels.find(exec::kTenantLabel);
     const std::string owner = label == c.labels.end() ? "" : label->second;
-    if (owner == tenant) out.containers.push_back(std::move(c));
+    if (owner != tenant || exec::IsUnclaimedPoolContainer(c.id, c.labels, registry)) continue;
+    auto scope = exec::ScopeOf(c.id, c.labels, registry);
+    out.scopes.push_back(scope ? scope->scope_key : "");
+    out.containers.push_back(std::move(c));
   }
   return out;
 }
@@ -73,13 +80,13 @@ RuntimeReply ListSandboxes(const std::string& state_dir, const std::string& tena
   w.StartObject();
   w.Key("sandboxes");
   w.StartArray();
-  for (const auto& c : found->containers) {
-    auto scope = c.labels.find(exec::kScopeLabel);
+  for (size_t i = 0; i < found->containers.size(); ++i) {
+    const auto& c = found->containers[i];
     w.StartObject();
     w.Key("name");
     WriteJsonString(w, NameOf(c));
     w.Key("scope");
-    WriteJsonString(w, scope == c.labels.end() ? "" : scope->second);
+    WriteJsonString(w, found->scopes[i]);
     w.Key("state");
     WriteJsonString(w, c.state);
     w.Key("image");
@@ -110,7 +117,10 @@ RuntimeReply RemoveSandbox(const std::string& state_dir, const std::string& tena
   }
   exec::RemoveAgentDir(state_dir, exec::AgentDirOf(state_dir, match->labels));
   exec::SandboxRegistry registry(state_dir);
-  (void)registry.Update([&](exec::RegistryState& s) { s.containers.erase(name); });
+  (void)registry.Update([&](exec::RegistryState& s) {
+    s.containers.erase(name);
+    s.claims.erase(match->id);
+  });
   exec::DockerExecutor executor(found->client);
   (void)executor.ReleaseIdleScratch(found->instance, state_dir);
   exec::SweepStaleStaging(state_dir);

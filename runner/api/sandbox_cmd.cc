@@ -109,6 +109,13 @@ int RunSandboxCommand(const GlobalOptions& global, const SandboxCommand& cmd) {
   }
   exec::SandboxRegistry registry(*state_dir);
   exec::RegistryState state = registry.Load().value_or(exec::RegistryState{});
+  // The scope a container is (its labels, or its claim record), "(warm pool)" for one no scope
+  // has claimed yet.
+  auto scope_of = [&](const docker::ContainerSummary& c) -> std::string {
+    if (exec::IsUnclaimedPoolContainer(c.id, c.labels, state)) return "(warm pool)";
+    auto scope = exec::ScopeOf(c.id, c.labels, state);
+    return scope ? scope->scope_key : "";
+  };
 
   if (cmd.action == "list") {
     if (cmd.json) {
@@ -122,7 +129,7 @@ int RunSandboxCommand(const GlobalOptions& global, const SandboxCommand& cmd) {
         w.Key("name");
         w.String(name.c_str());
         w.Key("scope");
-        w.String(c.labels.count(exec::kScopeLabel) ? c.labels.at(exec::kScopeLabel).c_str() : "");
+        w.String(scope_of(c).c_str());
         w.Key("state");
         w.String(c.state.c_str());
         w.Key("image");
@@ -139,7 +146,7 @@ int RunSandboxCommand(const GlobalOptions& global, const SandboxCommand& cmd) {
     for (const auto& c : *containers) {
       std::string name = c.names.empty() ? c.id : c.names.front();
       auto entry = state.containers.find(name);
-      std::string scope = c.labels.count(exec::kScopeLabel) ? c.labels.at(exec::kScopeLabel) : "";
+      std::string scope = scope_of(c);
       std::printf(
           "%-40s %-20s %-9s %-26s %s\n", name.c_str(), scope.c_str(), c.state.c_str(),
           c.image.c_str(),
@@ -170,20 +177,23 @@ int RunSandboxCommand(const GlobalOptions& global, const SandboxCommand& cmd) {
       return kExitRefused;
     }
     std::vector<std::string> removed;
+    std::vector<std::string> removed_ids;
     for (const auto& c : *containers) {
-      auto label = c.labels.find(exec::kScopeLabel);
-      if (!cmd.all && (label == c.labels.end() || label->second != scope)) continue;
+      auto owner = exec::ScopeOf(c.id, c.labels, state);
+      if (!cmd.all && (!owner || owner->scope_key != scope)) continue;
       std::string name = c.names.empty() ? c.id : c.names.front();
       if (auto st = client->RemoveContainer(c.id, true); !st) {
         PrintError("cannot remove " + name + ": " + st.error().ToString());
         return kExitFailure;
       }
       removed.push_back(name);
+      removed_ids.push_back(c.id);
       exec::RemoveAgentDir(*state_dir, exec::AgentDirOf(*state_dir, c.labels));
       std::printf("removed %s (recreated on next use)\n", name.c_str());
     }
     (void)registry.Update([&](exec::RegistryState& s) {
       for (const auto& name : removed) s.containers.erase(name);
+      for (const auto& id : removed_ids) s.claims.erase(id);
     });
     // The removed scopes' scratch images come off the host (their contents stay), and staging
     // mounts of runners that died mid-create go.

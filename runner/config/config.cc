@@ -389,42 +389,49 @@ class Loader : public ConfigReader {
     bool has_scope = v.IsObject() && v.HasMember("scope");
     DockerSettings docker_before = s->docker;
     PruneSettings prune_before = s->prune;
-    SANDRUN_RETURN_IF_ERROR(
-        Members(v, path,
-                {
-                    Choice("mode", &s->mode),
-                    Choice("scope", &s->scope),
-                    {"perSession",
-                     [this, s, has_scope](const Value& x, const std::string& p) -> Status {
-                       // Legacy: true -> session, false -> shared; an explicit scope wins.
-                       SANDRUN_ASSIGN_OR_RETURN(bool per_session, Bool(x, p));
-                       if (!has_scope)
-                         s->scope = per_session ? SandboxScope::kSession : SandboxScope::kShared;
-                       return Ok();
-                     }},
-                    Choice("workspaceAccess", &s->workspace_access),
-                    Str("workspaceRoot", &s->workspace_root, Rule::kUserPath),
-                    Size("scratchLimit", &s->scratch_limit_bytes, false),
-                    Str("mainSessionKey", &s->main_session_key, Rule::kTrimmed),
-                    {"docker",
-                     [this, s, level](const Value& x, const std::string& p) {
-                       return ApplyDocker(x, p, &s->docker, level);
-                     }},
-                    {"prune",
-                     [this, s](const Value& x, const std::string& p) {
-                       return Members(x, p,
-                                      {Num("idleHours", &s->prune.idle_hours),
-                                       Num("maxAgeDays", &s->prune.max_age_days)});
-                     }},
-                    {"allow",
-                     [this, s](const Value& x, const std::string& p) {
-                       return Members(x, p,
-                                      {List("images", &s->allow.images, Rule::kNonEmpty),
-                                       List("network", &s->allow.network, Rule::kNonEmpty),
-                                       Size("memory", &s->allow.memory_bytes, false),
-                                       Num("cpus", &s->allow.cpus), Int("pids", &s->allow.pids)});
-                     }},
-                }));
+    SANDRUN_RETURN_IF_ERROR(Members(
+        v, path,
+        {
+            Choice("mode", &s->mode),
+            Choice("scope", &s->scope),
+            {"perSession",
+             [this, s, has_scope](const Value& x, const std::string& p) -> Status {
+               // Legacy: true -> session, false -> shared; an explicit scope wins.
+               SANDRUN_ASSIGN_OR_RETURN(bool per_session, Bool(x, p));
+               if (!has_scope)
+                 s->scope = per_session ? SandboxScope::kSession : SandboxScope::kShared;
+               return Ok();
+             }},
+            Choice("workspaceAccess", &s->workspace_access),
+            Str("workspaceRoot", &s->workspace_root, Rule::kUserPath),
+            Size("scratchLimit", &s->scratch_limit_bytes, false),
+            Str("mainSessionKey", &s->main_session_key, Rule::kTrimmed),
+            {"docker",
+             [this, s, level](const Value& x, const std::string& p) {
+               return ApplyDocker(x, p, &s->docker, level);
+             }},
+            {"prune",
+             [this, s](const Value& x, const std::string& p) {
+               return Members(x, p,
+                              {Num("idleHours", &s->prune.idle_hours),
+                               Num("maxAgeDays", &s->prune.max_age_days)});
+             }},
+            {"pool",
+             [this, s](const Value& x, const std::string& p) {
+               return Members(
+                   x, p,
+                   {Int("min", &s->pool.min, 0, 64), Int("max", &s->pool.max, 0, 64),
+                    Int("idleTtlMs", &s->pool.idle_ttl_ms, 1000, int64_t{7} * 24 * 3600 * 1000)});
+             }},
+            {"allow",
+             [this, s](const Value& x, const std::string& p) {
+               return Members(x, p,
+                              {List("images", &s->allow.images, Rule::kNonEmpty),
+                               List("network", &s->allow.network, Rule::kNonEmpty),
+                               Size("memory", &s->allow.memory_bytes, false),
+                               Num("cpus", &s->allow.cpus), Int("pids", &s->allow.pids)});
+             }},
+        }));
     // OpenClaw: one shared container cannot honour per-agent container settings.
     if (level == Level::kAgent && s->scope == SandboxScope::kShared) {
       for (const char* key : {"docker", "prune"}) {

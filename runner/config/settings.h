@@ -44,6 +44,14 @@ struct PruneSettings {      // sandbox.prune.*
   double max_age_days = 7;  // maxAgeDays (0 disables)
 };
 
+// sandbox.pool.*: started containers kept waiting for new scopes (a running server only;
+// exec::PoolSettings). 0/0: none.
+struct PoolSettings {
+  int64_t min = 0;                      // min: kept ready once a kind of sandbox was asked for
+  int64_t max = 0;                      // max: kept ready under demand
+  int64_t idle_ttl_ms = 5 * 60 * 1000;  // idleTtlMs: how long one above min waits at most
+};
+
 // sandbox.allow.*: what a call may choose for its own sandbox (call fields image, network,
 // memory, cpus, pids). Unset ceilings (0) leave the configured sandbox.docker value as the
 // most a call may ask for; a tenant's quotas clamp the ceilings (TenantConfig::ForAgent).
@@ -66,6 +74,7 @@ struct SandboxSettings {                      // sandbox.* / agents.<id>.sandbox
   std::string main_session_key = "main";  // mainSessionKey (for non-main)
   DockerSettings docker;
   PruneSettings prune;
+  PoolSettings pool;
   SandboxAllowSettings allow;
 };
 

@@ -526,6 +526,7 @@ Result<exec::SandboxSpec> BuildSandboxSpec(const GateContext& ctx, const ExecReq
     if (!ok) return ok.error();
     spec.binds.push_back(std::move(ok).value());
   }
+  spec.pool = exec::PoolSettings{sb.pool.min, sb.pool.max, sb.pool.idle_ttl_ms};
   spec.prune_idle_hours = sb.prune.idle_hours;
   spec.prune_max_age_days = sb.prune.max_age_days;
   spec.state_dir = ctx.state_dir;

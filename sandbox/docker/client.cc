@@ -300,6 +300,14 @@ Status Client::RemoveContainer(const std::string& id, bool force, const CallOpti
   return Ok();
 }
 
+Status Client::RenameContainer(const std::string& id, const std::string& name,
+                               const CallOptions& options) {
+  SANDRUN_RETURN_IF_ERROR(CallOk("POST",
+                                 "/containers/" + UrlEncode(id) + "/rename?name=" + UrlEncode(name),
+                                 "", WithDefaultDeadline(options), "container rename"));
+  return Ok();
+}
+
 Result<int64_t> Client::WaitContainer(const std::string& id, const CallOptions& options) {
   SANDRUN_ASSIGN_OR_RETURN(
       HttpResponse resp,

@@ -106,6 +106,9 @@ class Client {
   Status KillContainer(const std::string& id, const std::string& signal = "SIGKILL",
                        const CallOptions& options = {});
   Status RemoveContainer(const std::string& id, bool force, const CallOptions& options = {});
+  // POST /containers/{id}/rename?name=: kConflict when the name is taken.
+  Status RenameContainer(const std::string& id, const std::string& name,
+                         const CallOptions& options = {});
   // Waits for the container to stop; returns its exit status.
   Result<int64_t> WaitContainer(const std::string& id, const CallOptions& options = {});
   // Processes in the container and its pids limit (0 = none), from one-shot stats.

@@ -34,6 +34,10 @@ class Executor {
     (void)timeout_ms;
     return Error(ErrorCode::kNotFound, "this executor cannot re-adopt processes");
   }
+
+  // The runtime is stopping: release what is kept ready for later calls (the sandbox's warm
+  // pool). Processes already started are not touched.
+  virtual void Shutdown() {}
 };
 
 }  // namespace sandrun::exec

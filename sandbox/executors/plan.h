@@ -25,6 +25,15 @@ struct HostMountSpec {
   std::string propagation;  // "" | "private" | "rprivate"
 };
 
+// sandbox.pool (warm_pool.h): how many started containers a long-running runner keeps waiting
+// for new scopes of one kind. max(min, max) == 0: no pool.
+struct PoolSettings {
+  int64_t min = 0;                      // always kept ready once the kind was asked for
+  int64_t max = 0;                      // kept ready under demand (claims within idle_ttl_ms)
+  int64_t idle_ttl_ms = 5 * 60 * 1000;  // a ready container above min waits this long at most
+  bool enabled() const { return min > 0 || max > 0; }
+};
+
 // Everything the Docker executor needs to find or create the scope's container.
 struct SandboxSpec {
   std::string instance_id;  // $SANDRUN_HOME/instance-id: state dirs never share containers
@@ -75,6 +84,7 @@ struct SandboxSpec {
   // sandbox.docker.execAgent: commands go through the in-container agent where it can run
   // (agent_link.h); false: always the Engine API exec.
   bool exec_agent = true;
+  PoolSettings pool;  // sandbox.pool: not part of a container's identity or hashes
 };
 
 struct Plan {

@@ -2,6 +2,7 @@
 
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace sandrun::exec {
 std::string TargetName(Target target) {
@@ -57,6 +58,17 @@ Result<std::shared_ptr<Executor>> ExecutorRegistry::For(Target target) {
 Executor* ExecutorRegistry::ForKind(ProcessKind kind) {
   auto made = For(TargetOfKind(kind));
   return made ? made->get() : nullptr;
+}
+
+void ExecutorRegistry::Shutdown() {
+  std::vector<std::shared_ptr<Executor>> made;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [target, entry] : entries_) {
+      if (entry.made) made.push_back(entry.made);
+    }
+  }
+  for (auto& e : made) e->Shutdown();
 }
 
 }  // namespace sandrun::exec

@@ -50,6 +50,8 @@ class ExecutorRegistry {
   // The executor that starts processes of `kind` (re-adoption after a restart), made if needed;
   // null when there is none (the session then is lost, as a process nobody can reach).
   Executor* ForKind(ProcessKind kind);
+  // Executor::Shutdown of every executor made so far.
+  void Shutdown();
 
  private:
   struct Entry {

@@ -115,19 +115,20 @@ Result<bool> IsMountRoot(int fd) {
   return (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT) != 0;
 }
 
-Status BindMountHardened(int source_fd, int parent_fd, const std::string& name, bool read_only) {
+Status BindMountHardened(int source_fd, int parent_fd, const std::string& name, bool read_only,
+                         bool flagged_first_only) {
   // A detached copy of the source's mount, flagged before it is attached anywhere: no moment
   // exists in which it is visible without nosuid,nodev.
   UniqueFd tree(::open_tree(source_fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH));
   if (!tree.valid()) {
-    if (errno != ENOSYS) return Error::FromErrno(errno, "open_tree");
+    if (errno != ENOSYS || flagged_first_only) return Error::FromErrno(errno, "open_tree");
     SANDRUN_RETURN_IF_ERROR(BindClassic(source_fd, parent_fd, name, read_only));
   } else {
     struct mount_attr attr {};
     attr.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (read_only ? MOUNT_ATTR_RDONLY : 0);
     attr.propagation = MS_PRIVATE;
     if (::mount_setattr(tree.get(), "", AT_EMPTY_PATH, &attr, sizeof attr) != 0) {
-      if (errno != ENOSYS) return Error::FromErrno(errno, "mount_setattr");
+      if (errno != ENOSYS || flagged_first_only) return Error::FromErrno(errno, "mount_setattr");
       SANDRUN_RETURN_IF_ERROR(BindClassic(source_fd, parent_fd, name, read_only));
     } else {
       SANDRUN_ASSIGN_OR_RETURN(UniqueFd target, OpenTarget(parent_fd, name));

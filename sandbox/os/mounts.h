@@ -41,8 +41,11 @@ Result<bool> IsMountRoot(int fd);
 // propagation. Uses open_tree + mount_setattr
 // + move_mount (the tree gets its flags before it is attached anywhere), or bind + remount
 // through /proc/self/fd where the new mount API is missing. The flags are verified afterwards;
-// a mount that did not get them is detached again and the call fails.
-Status BindMountHardened(int source_fd, int parent_fd, const std::string& name, bool read_only);
+// a mount that did not get them is detached again and the call fails. `flagged_first_only`:
+// never the bind + remount (a mount on a shared mount propagates as it is attached, before the
+// remount could flag it): without the new mount API the call fails.
+Status BindMountHardened(int source_fd, int parent_fd, const std::string& name, bool read_only,
+                         bool flagged_first_only = false);
 
 // umount2(MNT_DETACH | UMOUNT_NOFOLLOW). A path that is not a mount point (EINVAL) or is gone
 // (ENOENT) is not an error.

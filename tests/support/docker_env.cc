@@ -9,6 +9,7 @@
 
 #include "sandbox/base/json.h"
 #include "sandbox/os/file.h"
+#include "tests/support/mounts.h"
 
 namespace sandrun::testing {
 
@@ -61,7 +62,10 @@ void RemoveTestSandboxes(docker::Client* client, const std::string& instance_id,
     }
   }
   std::error_code ec;
-  if (!state_dir.empty()) std::filesystem::remove_all(state_dir, ec);
+  if (state_dir.empty()) return;
+  // Scratch images and the warm pool's shared mount stay mounted on the host.
+  DetachMountsBelow(state_dir);
+  std::filesystem::remove_all(state_dir, ec);
 }
 
 std::string DefaultSeccompJson() {

@@ -360,6 +360,7 @@ void RemoveAgentDir(const std::string& state_dir, const std::string& dir) {
   if (!parent) return;
   RemoveTreeAt(parent->get(), name.c_str(), 0);
   (void)::unlinkat(parent->get(), (name + ".key").c_str(), 0);
+  RemoveWorkspaceSlot(state_dir, name);  // a pooled container's (host_mounts.h)
 }
 
 std::string AgentDirOf(const std::string& state_dir,
@@ -401,6 +402,13 @@ void SweepAgentDirs(const std::string& state_dir, const std::vector<std::string>
   }
   ::closedir(d);
   for (const auto& path : gone) RemoveAgentDir(state_dir, path);
+  // Workspace slots whose agent directory is gone (a slot is made after its directory).
+  std::vector<std::string> names;
+  if (DIR* left = ::opendir(root.c_str())) {
+    while (dirent* e = ::readdir(left)) names.emplace_back(e->d_name);
+    ::closedir(left);
+  }
+  SweepWorkspaceSlots(state_dir, names);
 }
 
 std::vector<docker::BindMount> AgentMounts(const ExecWrapper& binary, const std::string& dir) {

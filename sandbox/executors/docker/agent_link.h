@@ -120,13 +120,14 @@ ExecWrapper FindAgentBinary(bool engine_is_local);
 // A fresh directory for a new container's agent, `<state_dir>/agents/<random>`, the agent's
 // (kAgentUid, mode 0700), holding its secret (mode 0400).
 Result<std::string> PrepareAgentDir(const std::string& state_dir);
-// Removes an agent directory (best effort); only directories under `<state_dir>/agents/`.
+// Removes an agent directory (best effort); only directories under `<state_dir>/agents/`. A
+// pooled container's workspace slot, named like its agent directory, goes with it.
 void RemoveAgentDir(const std::string& state_dir, const std::string& dir);
 // The agent directory a container's labels name, if it is one of `state_dir`'s ("" if none).
 std::string AgentDirOf(const std::string& state_dir,
                        const std::map<std::string, std::string>& labels);
 // Removes the agent directories of `state_dir` whose container is gone (`live`: the agent
-// directories of the containers that still exist).
+// directories of the containers that still exist), and the workspace slots left without one.
 void SweepAgentDirs(const std::string& state_dir, const std::vector<std::string>& live);
 
 // The read-only binary at kAgentBinaryPath and the directory at kAgentDirPath.

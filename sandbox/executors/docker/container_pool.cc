@@ -222,6 +222,7 @@ Result<EnsuredContainer> ContainerPool::CreateAndStart(const SandboxSpec& spec,
     }
     return CreateAndStartWith(spec, name, false, agent_wanted);
   }
+  if (auto claimed = Claim(spec, name)) return *std::move(claimed);
   auto with_agent = CreateAndStartWith(spec, name, true, agent_wanted);
   if (with_agent || with_agent.error().code != ErrorCode::kIo) return with_agent;
   // The agent did not come up (an image or engine it cannot run on): the container again,
@@ -234,7 +235,8 @@ Result<EnsuredContainer> ContainerPool::CreateAndStart(const SandboxSpec& spec,
 
 Result<EnsuredContainer> ContainerPool::CreateAndStartWith(const SandboxSpec& spec,
                                                            const std::string& name, bool with_agent,
-                                                           bool agent_wanted) {
+                                                           bool agent_wanted,
+                                                           const std::string& pool_key) {
   if (spec.seccomp_profile_json.empty()) {
     // Fail closed: a plan without the filter's JSON is a bug upstream, never "no filter".
     return Error(ErrorCode::kInvalidArgument,
@@ -269,6 +271,19 @@ Result<EnsuredContainer> ContainerPool::CreateAndStartWith(const SandboxSpec& sp
     docker::ContainerSpec create = BuildContainerSpec(spec, now, staged->mounts());
     create.labels[kConfigHashLabel] = hash;
     create.labels[kReachHashLabel] = reach;
+    if (!pool_key.empty()) {
+      // No scope yet: the claim record will say whose it is. The workdir is the empty slot the
+      // claim fills (rslave: what is mounted on the slot later appears here).
+      const size_t slash = agent_dir.rfind('/');
+      auto slot = PrepareWorkspaceSlot(spec.state_dir, agent_dir.substr(slash + 1));
+      if (!slot) return SandboxUnavailable(std::move(slot).error(), "preparing a workspace slot");
+      create.host.mounts.push_back(
+          docker::BindMount{*slot, spec.workdir, false, "rslave", /*non_recursive=*/true});
+      create.labels.erase(kScopeLabel);
+      create.labels.erase(kScopeHashLabel);
+      create.labels[kPoolLabel] = pool_key;
+      create.labels[kPoolOwnerLabel] = pool_owner_;
+    }
     if (wrapped) {
       // Read-only, a file the runner trusts (FindExecWrapper); it reaches nothing: not part of
       // the reach hash.
@@ -299,10 +314,12 @@ Result<EnsuredContainer> ContainerPool::CreateAndStartWith(const SandboxSpec& sp
         for (int i = 0; i < 100; ++i) {
           auto info = client_->InspectContainer(name);
           if (info && info->state.running) {
-            if (info->labels[kInstanceLabel] == spec.instance_id &&
-                info->labels[kTenantLabel] == spec.tenant &&
-                info->labels[kScopeLabel] == spec.scope_key &&
-                info->labels[kReachHashLabel] == reach) {
+            const auto owner =
+                ScopeOf(info->id, info->labels,
+                        SandboxRegistry(spec.state_dir).Load().value_or(RegistryState{}));
+            if (pool_key.empty() && owner && info->labels[kInstanceLabel] == spec.instance_id &&
+                owner->tenant == spec.tenant && owner->scope_key == spec.scope_key &&
+                owner->reach_hash == reach) {
               return Ensured(name, *info, spec);
             }
             break;
@@ -325,22 +342,11 @@ Result<EnsuredContainer> ContainerPool::CreateAndStartWith(const SandboxSpec& sp
       }
     }
   }
-  if (!spec.setup_command.empty()) {
-    docker::ExecSpec setup;
-    setup.cmd = {"/bin/sh", "-lc", spec.setup_command};
-    setup.user = spec.user;
-    std::string output;
-    auto code = client_->RunExec(id, setup, [&](docker::StreamKind, std::string_view b) {
-      if (output.size() < 4096) output.append(b);
-    });
-    if (!code || *code != 0) {
-      (void)client_->RemoveContainer(id, true);
-      std::string why =
-          code ? "exit code " + std::to_string(*code) + ": " + output : code.error().ToString();
-      return Error(ErrorCode::kInternal,
-                   "sandbox unavailable: setupCommand failed (" + why + "), nothing was run");
-    }
+  if (!pool_key.empty()) {
+    dir_guard.dir.clear();  // the container's now
+    return EnsuredContainer{name, id, true, wrapped, agent_dir};
   }
+  SANDRUN_RETURN_IF_ERROR(RunSetup(spec, id));
   SandboxRegistry registry(spec.state_dir);
   (void)registry.Update([&](RegistryState& state) {
     state.containers[name] = RegistryEntry{
@@ -348,6 +354,23 @@ Result<EnsuredContainer> ContainerPool::CreateAndStartWith(const SandboxSpec& sp
   });
   dir_guard.dir.clear();  // the container's now
   return EnsuredContainer{name, id, true, wrapped, agent_dir};
+}
+
+Status ContainerPool::RunSetup(const SandboxSpec& spec, const std::string& id) {
+  if (spec.setup_command.empty()) return Ok();
+  docker::ExecSpec setup;
+  setup.cmd = {"/bin/sh", "-lc", spec.setup_command};
+  setup.user = spec.user;
+  std::string output;
+  auto code = client_->RunExec(id, setup, [&](docker::StreamKind, std::string_view b) {
+    if (output.size() < 4096) output.append(b);
+  });
+  if (code && *code == 0) return Ok();
+  (void)client_->RemoveContainer(id, true);
+  std::string why =
+      code ? "exit code " + std::to_string(*code) + ": " + output : code.error().ToString();
+  return Error(ErrorCode::kInternal,
+               "sandbox unavailable: setupCommand failed (" + why + "), nothing was run");
 }
 
 Result<EnsuredContainer> ContainerPool::CreateWithinQuota(const SandboxSpec& spec,
@@ -369,10 +392,16 @@ Result<EnsuredContainer> ContainerPool::CreateWithinQuota(const SandboxSpec& spe
   if (!held) {
     return SandboxUnavailable(std::move(held).error(), "counting the tenant's containers");
   }
-  if (static_cast<int64_t>(held->size()) >= spec.max_containers) {
+  // Its warm pool's containers are nobody's until claimed.
+  const RegistryState registry = SandboxRegistry(spec.state_dir).Load().value_or(RegistryState{});
+  const auto count = static_cast<int64_t>(
+      std::count_if(held->begin(), held->end(), [&](const docker::ContainerSummary& c) {
+        return !IsUnclaimedPoolContainer(c.id, c.labels, registry);
+      }));
+  if (count >= spec.max_containers) {
     return Error::Refusal(
         "quota-exceeded",
-        "tenant \"" + spec.tenant + "\" already has " + std::to_string(held->size()) + " of its " +
+        "tenant \"" + spec.tenant + "\" already has " + std::to_string(count) + " of its " +
             std::to_string(spec.max_containers) + " sandbox containers (tenants." + spec.tenant +
             ".quotas.maxContainers); a new one for scope " + spec.scope_key +
             " was not created, nothing was run. Try again in 30 s, or use a scope that has "
@@ -453,18 +482,22 @@ Result<EnsuredContainer> ContainerPool::EnsureNamed(const SandboxSpec& spec,
     }
     return CreateWithinQuota(spec, name, warnings);
   }
-  // The slug is readable, not unique: the container is this scope's only if its labels say so
-  // in full (a container of an older sandrun has no scope hash; its reach decides below; nor a
-  // tenant label, which reads as "", the local server's).
-  auto scope_hash = info->labels.find(kScopeHashLabel);
-  if (info->labels[kInstanceLabel] != spec.instance_id ||
-      info->labels[kTenantLabel] != spec.tenant || info->labels[kScopeLabel] != spec.scope_key ||
-      (scope_hash != info->labels.end() && scope_hash->second != ScopeKeyHash(spec.scope_key))) {
+  // The slug is readable, not unique: the container is this scope's only if its labels (or its
+  // claim record) say so in full (a container of an older sandrun has no scope hash; its reach
+  // decides below; nor a tenant label, which reads as "", the local server's).
+  SandboxRegistry registry(spec.state_dir);
+  std::optional<ContainerScope> owner;
+  if (info->labels.count(kPoolLabel) == 0) {
+    owner = ScopeOf(info->id, info->labels, RegistryState{});  // no registry read: the warm path
+  } else {
+    owner = ScopeOf(info->id, info->labels, registry.Load().value_or(RegistryState{}));
+  }
+  if (!owner || info->labels[kInstanceLabel] != spec.instance_id || owner->tenant != spec.tenant ||
+      owner->scope_key != spec.scope_key) {
     *taken = true;
     return Error(ErrorCode::kConflict, name + " belongs to another scope");
   }
-  SandboxRegistry registry(spec.state_dir);
-  if (info->labels[kReachHashLabel] != ReachHash(spec)) {
+  if (owner->reach_hash != ReachHash(spec)) {
     if (auto removed = client_->RemoveContainer(info->id, true); !removed) {
       return SandboxUnavailable(std::move(removed).error(), "removing outdated container " + name);
     }
@@ -488,8 +521,7 @@ Result<EnsuredContainer> ContainerPool::EnsureNamed(const SandboxSpec& spec,
     return CreateAndStart(spec, name, warnings);
   }
   std::string hash = ConfigHash(spec, exec_wrapper_.usable(), AgentReason(spec).empty());
-  auto label = info->labels.find(kConfigHashLabel);
-  if (label == info->labels.end() || label->second != hash) {
+  if (owner->config_hash != hash) {
     int64_t last_used = 0;
     if (auto state = registry.Load(); state) {
       auto it = state->containers.find(name);
@@ -524,8 +556,8 @@ Result<EnsuredContainer> ContainerPool::EnsureNamed(const SandboxSpec& spec,
     entry.scope_key = spec.scope_key;
     entry.scope_hash = ScopeKeyHash(spec.scope_key);
     entry.image = spec.image;
-    entry.config_hash = label == info->labels.end() ? "" : label->second;
-    entry.reach_hash = info->labels[kReachHashLabel];
+    entry.config_hash = owner->config_hash;
+    entry.reach_hash = owner->reach_hash;
     entry.last_used_at_ms = now;
   });
   return Ensured(name, *info, spec);
@@ -599,32 +631,34 @@ Result<std::vector<std::string>> ContainerPool::RemoveScope(
   SANDRUN_ASSIGN_OR_RETURN(
       auto containers, client_->ListContainers({std::string(kInstanceLabel) + "=" + instance_id},
                                                /*all=*/true));
+  SandboxRegistry registry(state_dir);
+  const RegistryState known = registry.Load().value_or(RegistryState{});
   std::vector<std::string> removed;
+  std::vector<std::string> removed_ids;
   std::map<std::string, std::string> scopes;  // scope key -> its scratch dir ("": none known)
   for (const auto& c : containers) {
-    auto scope = c.labels.find(kScopeLabel);
-    auto owner = c.labels.find(kTenantLabel);
-    if (scope == c.labels.end() || (owner == c.labels.end() ? "" : owner->second) != tenant) {
-      continue;
-    }
-    const bool rm_scope = with_rm_scopes && scope->second.starts_with(scope_key + "#rm-");
-    if (scope->second != scope_key && !rm_scope) continue;
+    const auto owner = ScopeOf(c.id, c.labels, known);
+    if (!owner || owner->tenant != tenant) continue;
+    const std::string& key = owner->scope_key;
+    const bool rm_scope = with_rm_scopes && key.starts_with(scope_key + "#rm-");
+    if (key != scope_key && !rm_scope) continue;
     std::string name = c.names.empty() ? c.id : c.names.front();
     if (auto st = client_->RemoveContainer(c.id, true); !st) {
       return std::move(st).error().Wrap("removing " + name);
     }
     removed.push_back(name);
+    removed_ids.push_back(c.id);
     RemoveAgentDir(state_dir, AgentDirOf(state_dir, c.labels));
     if (rm_scope && !scratch_dir.empty()) {
       // The call scopes' scratch dirs sit next to the scope's, named by their own keys.
       const size_t slash = scratch_dir.find_last_of('/');
-      scopes[scope->second] = scratch_dir.substr(0, slash + 1) + ScopeDirName(scope->second);
+      scopes[key] = scratch_dir.substr(0, slash + 1) + ScopeDirName(key);
     }
   }
   scopes[scope_key] = scratch_dir;
-  SandboxRegistry registry(state_dir);
   (void)registry.Update([&](RegistryState& s) {
     for (const auto& name : removed) s.containers.erase(name);
+    for (const auto& id : removed_ids) s.claims.erase(id);
   });
   for (const auto& [key, dir] : scopes) {
     if (dir.empty()) continue;
@@ -638,15 +672,27 @@ Status ContainerPool::ReleaseIdleScratch(const std::string& instance_id,
   SANDRUN_ASSIGN_OR_RETURN(
       auto containers, client_->ListContainers({std::string(kInstanceLabel) + "=" + instance_id},
                                                /*all=*/true));
+  SandboxRegistry registry(state_dir);
+  SANDRUN_ASSIGN_OR_RETURN(RegistryState state, registry.Load());
   std::set<std::string> live;
+  std::set<std::string> ids;
   std::vector<std::string> live_agents;
   for (const auto& c : containers) {
-    if (auto it = c.labels.find(kScopeLabel); it != c.labels.end()) live.insert(it->second);
+    // Any scope's, whichever tenant: a scratch dir is named by the full key.
+    if (auto owner = ScopeOf(c.id, c.labels, state); owner) live.insert(owner->scope_key);
+    ids.insert(c.id);
     live_agents.push_back(AgentDirOf(state_dir, c.labels));
   }
   SweepAgentDirs(state_dir, live_agents);
-  SandboxRegistry registry(state_dir);
-  SANDRUN_ASSIGN_OR_RETURN(RegistryState state, registry.Load());
+  // Claim records of containers that are gone (removed by name, or by hand); not one made
+  // since the list was read.
+  const int64_t listed_at = NowMs() - 60 * 1000;
+  auto gone = [&](const std::pair<const std::string, PoolClaim>& claim) {
+    return ids.count(claim.first) == 0 && claim.second.claimed_at_ms < listed_at;
+  };
+  if (std::any_of(state.claims.begin(), state.claims.end(), gone)) {
+    (void)registry.Update([&](RegistryState& s) { std::erase_if(s.claims, gone); });
+  }
   Status result = Ok();
   for (const auto& [dir, scope_key] : state.scratch_mounts) {
     if (live.count(scope_key) > 0) continue;

@@ -13,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,7 @@
 #include "sandbox/executors/docker/exec_wrapper.h"
 #include "sandbox/executors/docker/host_mounts.h"
 #include "sandbox/executors/docker/sandbox_registry.h"
+#include "sandbox/executors/docker/warm_pool.h"
 #include "sandbox/executors/plan.h"
 
 namespace sandrun::exec {
@@ -40,6 +42,31 @@ inline constexpr char kCreatedAtLabel[] = "sandrun.createdAtMs";
 // The hosted tenant a container belongs to, on each of a hosted tenant's containers (none: the
 // local server's, tenant ""): maxContainers counts by it, operators filter by it.
 inline constexpr char kTenantLabel[] = "sandrun.tenant";
+// A container made for the warm pool (warm_pool.h): the pool's key, and the process that made it
+// ("<pid>:<nonce>"). Such a container has no scope label; its claim record (the registry) says
+// whose it is once claimed.
+inline constexpr char kPoolLabel[] = "sandrun.pool";
+inline constexpr char kPoolOwnerLabel[] = "sandrun.poolOwner";
+
+// Whose a sandbox container is, from its labels or, for a container taken from the warm pool,
+// from its claim record: the one answer every identity check uses (reuse, removal, quotas,
+// scratch, listings).
+struct ContainerScope {
+  std::string tenant;
+  std::string scope_key;
+  std::string reach_hash;
+  std::string config_hash;  // "" when its labels have none
+  bool pooled = false;      // taken from the warm pool
+};
+// nullopt: the container is no scope's (an unclaimed pool container, one whose scope hash label
+// does not match its scope, or not a sandbox container).
+std::optional<ContainerScope> ScopeOf(const std::string& id,
+                                      const std::map<std::string, std::string>& labels,
+                                      const RegistryState& registry);
+// Whether it is a pool container no scope has claimed (not counted against any quota).
+bool IsUnclaimedPoolContainer(const std::string& id,
+                              const std::map<std::string, std::string>& labels,
+                              const RegistryState& registry);
 
 // Container name for a scope: <prefix><instance8>-<slug>, or <prefix><instance8>-<tenant>-<slug>
 // for a hosted tenant (the slug of the key without its "<tenant>/"), at most 63 characters. The
@@ -124,6 +151,16 @@ class ContainerPool {
   // Why containers for `spec` get no agent ("" when they do: the fast path).
   std::string AgentReason(const SandboxSpec& spec) const;
 
+  // Lets this pool keep warm pools (warm_pool.h) for specs with sandbox.pool set: only a
+  // long-running runner, which drains them (DrainWarmPool) when it stops.
+  void EnableWarmPool();
+  void DrainWarmPool();
+  // Why new scopes of `spec` would get no pooled container even in a runner that keeps warm
+  // pools ("" when they can).
+  std::string WarmPoolReason(const SandboxSpec& spec) const;
+  // Ready containers in the warm pools now (0 without them).
+  size_t WarmPoolReady();
+
   // The container EnsureContainer found for this spec's scope (instance, tenant and key in
   // full) within the last 30 s, when it has an agent and the spec's reach and config hashes
   // are the ones it was found with: no engine call. Whoever uses it proves it is still there
@@ -137,9 +174,23 @@ class ContainerPool {
   // again without it, with a warning.
   Result<EnsuredContainer> CreateAndStart(const SandboxSpec& spec, const std::string& name,
                                           std::vector<std::string>* warnings);
-  // kIo: the agent did not come up (nothing is left behind).
+  // kIo: the agent did not come up (nothing is left behind). `pool_key` set: a container for
+  // that warm pool, `spec` being its scope-less spec (PoolSpecOf): no scope labels, an empty
+  // workspace slot at the workdir, no setup command, no registry entry.
   Result<EnsuredContainer> CreateAndStartWith(const SandboxSpec& spec, const std::string& name,
-                                              bool with_agent, bool agent_wanted);
+                                              bool with_agent, bool agent_wanted,
+                                              const std::string& pool_key = "");
+  // The scope's container from its warm pool (container_claim.cc): nullopt when none is ready
+  // or the claim did not complete (the pooled container is then removed and the caller creates
+  // one as before, which checks everything again).
+  std::optional<EnsuredContainer> Claim(const SandboxSpec& spec, const std::string& name);
+  Result<PooledContainer> MakePooled(const SandboxSpec& pool_spec, const std::string& key);
+  void RemovePooled(const std::string& state_dir, const std::string& id,
+                    const std::string& agent_dir);
+  // Pool containers of runners that died, removed once per state dir by this process.
+  void SweepOrphanedPool(const SandboxSpec& spec);
+  // Runs the spec's setup command in a new container; on failure removes it.
+  Status RunSetup(const SandboxSpec& spec, const std::string& id);
   // Ensures the container under one candidate name; `taken` is set (and nothing done) when the
   // name belongs to another scope.
   Result<EnsuredContainer> EnsureNamed(const SandboxSpec& spec, const std::string& name,
@@ -167,6 +218,10 @@ class ContainerPool {
   std::mutex ensure_mu_;                             // guards the lock maps
   std::map<std::string, std::shared_ptr<std::mutex>> ensure_locks_;  // per container name
   std::map<std::string, std::shared_ptr<std::mutex>> tenant_locks_;  // per tenant (quota)
+  std::mutex warm_mu_;
+  std::unique_ptr<WarmPool> warm_;    // null: no warm pools in this process
+  std::string pool_owner_;            // "<pid>:<nonce>" of this pool
+  std::set<std::string> pool_swept_;  // state dirs whose orphans were removed
 };
 
 }  // namespace sandrun::exec

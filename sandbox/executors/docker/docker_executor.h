@@ -46,6 +46,9 @@ class DockerExecutor final : public Executor, public std::enable_shared_from_thi
   Result<std::unique_ptr<RunningProcess>> Adopt(const std::string& key, LiveSink sink,
                                                 int64_t timeout_ms) override;
 
+  // Drains the warm pool (container_pool.h).
+  void Shutdown() override { pool_.DrainWarmPool(); }
+
   // The scope's containers (container_pool.h).
   ContainerPool& pool() { return pool_; }
   Result<EnsuredContainer> EnsureContainer(const SandboxSpec& spec,

@@ -3,9 +3,11 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -242,6 +244,95 @@ Status DeleteScratch(const std::string& state_dir, const std::string& scope_key,
   return Ok();
 }
 
+Result<UniqueFd> WorkspaceSource(const SandboxSpec& spec, const MountSupport& support) {
+  if (spec.scratch) return EnsureScratch(spec, support);
+  if (spec.workspace_host_dir.empty()) return UniqueFd();
+  return Pinned(spec.workspace_host_dir, spec.workspace_id, "the workspace");
+}
+
+namespace {
+
+std::string PoolRoot(const std::string& state_dir) { return state_dir + "/pool"; }
+
+bool IsSlotName(const std::string& name) {
+  return !name.empty() && name.size() <= 64 &&
+         name.find_first_not_of("0123456789abcdef") == std::string::npos;
+}
+
+// <state>/pool, bound onto itself nosuid,nodev,noexec and shared (once per boot), opened.
+Result<UniqueFd> SharedPoolRoot(const std::string& state_dir) {
+  const std::string root = PoolRoot(state_dir);
+  SANDRUN_ASSIGN_OR_RETURN(UniqueFd dir, MakeDirsNoSymlinks(root, 0700));
+  // One process at a time binds it (two binds would stack).
+  SANDRUN_ASSIGN_OR_RETURN(FileLock lock, FileLock::Acquire(state_dir + "/sandbox/pool.lock"));
+  SANDRUN_ASSIGN_OR_RETURN(bool mounted, IsMountRoot(dir.get()));
+  if (!mounted) {
+    const std::string at = ProcFdPath(dir.get());
+    if (::mount(at.c_str(), at.c_str(), nullptr, MS_BIND, nullptr) != 0) {
+      return Error::FromErrno(errno, "cannot bind " + root + " onto itself");
+    }
+    SANDRUN_ASSIGN_OR_RETURN(dir, OpenNoSymlinks(root));
+    const std::string top = ProcFdPath(dir.get());
+    if (::mount(nullptr, top.c_str(), nullptr,
+                MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
+      Error e = Error::FromErrno(errno, "cannot flag " + root + " nosuid,nodev,noexec");
+      (void)DetachMountFd(dir.get());
+      return e;
+    }
+  }
+  // Shared every time (idempotent): a slot's mounts must propagate to the containers.
+  if (::mount(nullptr, ProcFdPath(dir.get()).c_str(), nullptr, MS_SHARED, nullptr) != 0) {
+    return Error::FromErrno(errno, "cannot make " + root + " a shared mount");
+  }
+  return dir;
+}
+
+}  // namespace
+
+std::string WorkspaceSlotPath(const std::string& state_dir, const std::string& name) {
+  return PoolRoot(state_dir) + "/" + name;
+}
+
+Result<std::string> PrepareWorkspaceSlot(const std::string& state_dir, const std::string& name) {
+  if (!IsSlotName(name)) return Error(ErrorCode::kInvalidArgument, "bad slot name " + name);
+  SANDRUN_ASSIGN_OR_RETURN(UniqueFd root, SharedPoolRoot(state_dir));
+  SANDRUN_ASSIGN_OR_RETURN(UniqueFd slot, MakeDirAt(root.get(), name, 0700));
+  return WorkspaceSlotPath(state_dir, name);
+}
+
+Status FillWorkspaceSlot(const std::string& state_dir, const std::string& name, int source_fd,
+                         bool read_only) {
+  if (!IsSlotName(name)) return Error(ErrorCode::kInvalidArgument, "bad slot name " + name);
+  SANDRUN_ASSIGN_OR_RETURN(UniqueFd root, OpenNoSymlinks(PoolRoot(state_dir)));
+  SANDRUN_ASSIGN_OR_RETURN(bool mounted, IsMountRoot(root.get()));
+  if (!mounted) return Unavailable("the warm pool's mount " + PoolRoot(state_dir) + " is gone");
+  return BindMountHardened(source_fd, root.get(), name, read_only, /*flagged_first_only=*/true);
+}
+
+void RemoveWorkspaceSlot(const std::string& state_dir, const std::string& name) {
+  if (!IsSlotName(name)) return;
+  const std::string slot = WorkspaceSlotPath(state_dir, name);
+  // Stacked mounts (none are expected) come off one by one; UMOUNT_NOFOLLOW: a link is not
+  // followed.
+  for (int i = 0; i < 8 && DetachMount(slot) && ::rmdir(slot.c_str()) != 0 && errno == EBUSY; ++i) {
+  }
+  (void)::rmdir(slot.c_str());
+}
+
+void SweepWorkspaceSlots(const std::string& state_dir, const std::vector<std::string>& live) {
+  DIR* dir = ::opendir(PoolRoot(state_dir).c_str());
+  if (dir == nullptr) return;
+  std::vector<std::string> stale;
+  while (dirent* entry = ::readdir(dir)) {
+    const std::string name = entry->d_name;
+    if (IsSlotName(name) && std::find(live.begin(), live.end(), name) == live.end()) {
+      stale.push_back(name);
+    }
+  }
+  ::closedir(dir);
+  for (const std::string& name : stale) RemoveWorkspaceSlot(state_dir, name);
+}
+
 StagedMounts::StagedMounts(StagedMounts&& other) noexcept
     : stage_dir_(std::move(other.stage_dir_)),
       staged_(std::move(other.staged_)),
@@ -269,14 +360,10 @@ Result<StagedMounts> StagedMounts::Prepare(const SandboxSpec& spec, const MountS
     std::string propagation;
   };
   std::vector<Source> sources;
-  if (spec.scratch) {
-    SANDRUN_ASSIGN_OR_RETURN(UniqueFd fd, EnsureScratch(spec, support));
-    sources.push_back(Source{std::move(fd), spec.workspace_host_dir, spec.workdir, false, ""});
-  } else if (!spec.workspace_host_dir.empty()) {
-    SANDRUN_ASSIGN_OR_RETURN(UniqueFd fd,
-                             Pinned(spec.workspace_host_dir, spec.workspace_id, "the workspace"));
-    sources.push_back(
-        Source{std::move(fd), spec.workspace_host_dir, spec.workdir, spec.workspace_read_only, ""});
+  SANDRUN_ASSIGN_OR_RETURN(UniqueFd workspace, WorkspaceSource(spec, support));
+  if (workspace.valid()) {
+    sources.push_back(Source{std::move(workspace), spec.workspace_host_dir, spec.workdir,
+                             !spec.scratch && spec.workspace_read_only, ""});
   }
   for (const HostMountSpec& bind : spec.binds) {
     SANDRUN_ASSIGN_OR_RETURN(UniqueFd fd, Pinned(bind.source, bind.id, "the bind source"));

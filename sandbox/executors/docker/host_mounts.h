@@ -75,6 +75,29 @@ Status ReleaseScratch(const std::string& state_dir, const std::string& scope_key
 Status DeleteScratch(const std::string& state_dir, const std::string& scope_key,
                      const std::string& scratch_dir);
 
+// The object the scope's workspace mount shows: its scratch dir (EnsureScratch) or the real
+// workspace as the gate checked it; an invalid fd when the spec has no workspace.
+Result<UniqueFd> WorkspaceSource(const SandboxSpec& spec, const MountSupport& support);
+
+// ---- the warm pool's workspace slots (warm_pool.h) ----
+// A pooled container is created before its scope is known, with the empty directory
+// <state>/pool/<name> bound at its workdir with rslave propagation. <state>/pool is bound onto
+// itself nosuid,nodev,noexec and made shared, so the workspace the claim binds onto the slot
+// later (flagged before it is attached: nosuid,nodev, read-only when asked) appears in the
+// container at once, with those flags. `name` is the container's agent directory's name
+// (agent_link.h), so the slot goes wherever the agent directory goes.
+std::string WorkspaceSlotPath(const std::string& state_dir, const std::string& name);
+// Creates the slot (and the shared mount of <state>/pool when it is not there). Needs a root
+// runner and a local engine (MountSupport::staged).
+Result<std::string> PrepareWorkspaceSlot(const std::string& state_dir, const std::string& name);
+// Binds the object `source_fd` onto the slot; fails (binding nothing) without the new mount API.
+Status FillWorkspaceSlot(const std::string& state_dir, const std::string& name, int source_fd,
+                         bool read_only);
+// Detaches what is mounted on the slot and removes it; a missing slot is not an error.
+void RemoveWorkspaceSlot(const std::string& state_dir, const std::string& name);
+// The slots whose name is not in `live`: removed.
+void SweepWorkspaceSlots(const std::string& state_dir, const std::vector<std::string>& live);
+
 // A container's host-backed mounts prepared for one create + start (see the file comment).
 // Destroying it detaches and removes the staging mounts.
 class StagedMounts {

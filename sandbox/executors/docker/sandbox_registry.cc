@@ -20,6 +20,18 @@ RegistryState Parse(const rapidjson::Document& doc) {
       if (m.value.IsString()) state.scratch_mounts[m.name.GetString()] = m.value.GetString();
     }
   }
+  if (const auto* claims = JsonMember(doc, "claims"); claims && claims->IsObject()) {
+    for (const auto& m : claims->GetObject()) {
+      PoolClaim c;
+      c.tenant = JsonString(m.value, "tenant");
+      c.scope_key = JsonString(m.value, "scopeKey");
+      c.scope_hash = JsonString(m.value, "scopeHash");
+      c.reach_hash = JsonString(m.value, "reachHash");
+      c.config_hash = JsonString(m.value, "configHash");
+      c.claimed_at_ms = JsonInt(m.value, "claimedAtMs");
+      state.claims.emplace(m.name.GetString(), std::move(c));
+    }
+  }
   const auto* containers = JsonMember(doc, "containers");
   if (containers == nullptr || !containers->IsObject()) return state;
   for (const auto& m : containers->GetObject()) {
@@ -63,6 +75,25 @@ std::string Serialize(const RegistryState& state) {
     w.Int64(e.created_at_ms);
     w.Key("lastUsedAtMs");
     w.Int64(e.last_used_at_ms);
+    w.EndObject();
+  }
+  w.EndObject();
+  w.Key("claims");
+  w.StartObject();
+  for (const auto& [id, c] : state.claims) {
+    w.Key(id.c_str());
+    w.StartObject();
+    for (const auto& [key, value] :
+         {std::pair<const char*, const std::string*>{"tenant", &c.tenant},
+          {"scopeKey", &c.scope_key},
+          {"scopeHash", &c.scope_hash},
+          {"reachHash", &c.reach_hash},
+          {"configHash", &c.config_hash}}) {
+      w.Key(key);
+      w.String(value->c_str(), static_cast<rapidjson::SizeType>(value->size()));
+    }
+    w.Key("claimedAtMs");
+    w.Int64(c.claimed_at_ms);
     w.EndObject();
   }
   w.EndObject();
