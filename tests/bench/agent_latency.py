@@ -7,7 +7,9 @@ baselines measured in the same run:
   (3) POST /v1/tools/exec {"command":"true"} to `sandrun serve`, kept-alive unix socket
   (4) one-shot `sandrun exec -- true` with that server running (hyperfine -N)
   (5) the first exec in a new scope (`sandrun --session NEW exec -- true`, the server running)
-      vs `docker run --rm --network none IMAGE true` (hyperfine -N)
+      vs `docker run --rm --network none IMAGE true` (hyperfine -N): without a warm pool, and
+      from the warm pool (the server restarted with sandbox.pool {"min": 1}; each new scope
+      waits until a pooled container is ready, as a steady stream of new sessions finds one)
   (6) 200 concurrent `echo I-start; sleep 0.2; echo I-end` in one container through the library:
       every command's output exactly its own lines and exit 0, and the wall time (next to the same
       commands as concurrent Engine API execs in that container)
@@ -99,6 +101,41 @@ def remove_labelled(label):
     return len(ids)
 
 
+def start_server(env, sock):
+    server = subprocess.Popen([SANDRUN, "serve"], env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    for _ in range(200):
+        if os.path.exists(sock) or server.poll() is not None:
+            break
+        time.sleep(0.05)
+    if not os.path.exists(sock):
+        sys.exit("sandrun serve did not listen")
+    return server
+
+
+def stop_server(server):
+    server.send_signal(signal.SIGTERM)
+    try:
+        server.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait()
+
+
+def wait_pool_ready(instance_label):
+    """Until a pooled container (named ...-pool-..., not yet claimed) runs, then 0.3 s for its
+    agent to answer and the pool to list it."""
+    for _ in range(600):
+        names = subprocess.run([DOCKER, "ps", "--format", "{{.Names}}", "--filter",
+                                instance_label, "--filter", "label=sandrun.pool"],
+                               capture_output=True, text=True).stdout.split()
+        if any("-pool-" in n for n in names):
+            time.sleep(0.3)
+            return True
+        time.sleep(0.1)
+    return False
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=50)
@@ -120,9 +157,15 @@ def main():
     home = os.path.join(tmp, "home")
     os.mkdir(state, 0o700)
     os.mkdir(home, 0o700)
-    with open(os.path.join(home, "config.json"), "w") as f:
-        # Session scope: `--session NEW` is a new scope; requests without one use "main".
-        json.dump({"sandbox": {"scope": "session", "docker": {"image": args.image}}}, f)
+    def configure(pool):
+        with open(os.path.join(home, "config.json"), "w") as f:
+            # Session scope: `--session NEW` is a new scope; requests without one use "main".
+            sandbox = {"scope": "session", "docker": {"image": args.image}}
+            if pool:
+                sandbox["pool"] = {"min": 1, "max": 1}
+            json.dump({"sandbox": sandbox}, f)
+
+    configure(pool=False)
     env = dict(os.environ, SANDRUN_HOME=home)
     server = None
     instance = None
@@ -137,15 +180,8 @@ def main():
         (dexec,) = hyperfine([f"{DOCKER} exec -u {user} {ctr} /bin/sh -lc true"], runs, env)
 
         # (3) the server over HTTP, (4) the one-shot CLI through it
-        server = subprocess.Popen([SANDRUN, "serve"], env=env, stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.DEVNULL)
         sock = os.path.join(home, "sandrun.sock")
-        for _ in range(200):
-            if os.path.exists(sock) or server.poll() is not None:
-                break
-            time.sleep(0.05)
-        if not os.path.exists(sock):
-            sys.exit("sandrun serve did not listen")
+        server = start_server(env, sock)
         conn = UnixConnection(sock)
         body = json.dumps({"tool": "exec", "command": "true"})
 
@@ -188,6 +224,24 @@ def main():
         new_scope = statistics.median(ours)
         (drun,) = hyperfine([f"{DOCKER} run --rm --network none {args.image} true"], n_new, env,
                             warmup=1)
+        # (5b) the same from the warm pool: the server again, with sandbox.pool
+        stop_server(server)
+        configure(pool=True)
+        server = start_server(env, sock)
+        instance_label = "label=sandrun.instance=" + \
+            open(os.path.join(home, "instance-id")).read().strip()
+        pooled = []
+        for i in range(n_new + 1):
+            # The first learns the pool's kind (nothing is ready yet); it is not counted.
+            if i > 0 and not wait_pool_ready(instance_label):
+                sys.exit("the warm pool did not fill within 60 s")
+            start = time.perf_counter()
+            subprocess.run([SANDRUN, "--session", f"agentbench-pool-{i}", "exec", "--", "true"],
+                           check=True, env=env, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+            if i > 0:
+                pooled.append((time.perf_counter() - start) * 1000)
+        from_pool = statistics.median(pooled)
 
         # (6) concurrent commands in one container through the library
         conc = bench(state, "concurrent", args.image, args.concurrent)
@@ -214,6 +268,8 @@ def main():
                   else "") + ("a call fell back to the Engine API" if fell_back else ""))
         print(f"(5) first exec in a new scope: sandrun exec {new_scope:7.1f} ms | docker run --rm "
               f"{drun:7.1f} ms | ratio {new_scope / drun:.3f}  (median of {n_new}; no warm pool)")
+        print(f"    from the warm pool:             {from_pool:7.1f} ms | ratio "
+              f"{from_pool / drun:.3f}  (median of {n_new})")
         lost = conc["lost_or_mixed"]
         print(f"(6) {conc['commands']} concurrent commands in one container (pids limit "
               f"{conc['pids_limit']}): lost or mixed: {lost}"
@@ -232,12 +288,7 @@ def main():
                 print(f"(7) agent RSS {label}: no process `{AGENT_CMDLINE}` in the container")
     finally:
         if server is not None:
-            server.send_signal(signal.SIGTERM)
-            try:
-                server.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                server.kill()
-                server.wait()
+            stop_server(server)
         subprocess.run([SANDRUN, "sandbox", "prune", "--all"], env=env,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         home_id = os.path.join(home, "instance-id")
