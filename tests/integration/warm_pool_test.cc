@@ -244,8 +244,9 @@ TEST_F(WarmPoolTest, AContainerWithoutAClaimIsNobodysWhateverItsName) {
   EXPECT_EQ(got.name, exec::CollisionFreeContainerName(c));
   auto info = client_->InspectContainer(got.id);
   ASSERT_TRUE(info);
-  auto owner = exec::ScopeOf(got.id, info->labels,
-                             exec::SandboxRegistry(state_dir_).Load().value_or(exec::RegistryState{}));
+  auto owner =
+      exec::ScopeOf(got.id, info->labels,
+                    exec::SandboxRegistry(state_dir_).Load().value_or(exec::RegistryState{}));
   ASSERT_TRUE(owner);
   EXPECT_EQ(owner->scope_key, "c");
   // A rename to a name that is taken fails with kConflict, and changes nothing.

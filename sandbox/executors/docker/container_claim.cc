@@ -210,10 +210,9 @@ std::optional<EnsuredContainer> ContainerPool::Claim(const SandboxSpec& spec,
   Status recorded = registry.Update([&](RegistryState& s) {
     s.claims[taken->id] =
         PoolClaim{spec.tenant, spec.scope_key, ScopeKeyHash(spec.scope_key), reach, hash, now};
-    s.containers[name] = RegistryEntry{spec.scope_key, ScopeKeyHash(spec.scope_key),
-                                       spec.image,     hash,
-                                       reach,          taken->ready_at_ms,
-                                       now};
+    s.containers[name] =
+        RegistryEntry{spec.scope_key, ScopeKeyHash(spec.scope_key), spec.image, hash,
+                      reach,          taken->ready_at_ms,           now};
   });
   if (!recorded || !client_->RenameContainer(taken->id, name)) return give_up();
   // A failed setup command fails again, and is reported, where the caller creates one.

@@ -50,8 +50,8 @@ struct PooledContainer {
 class WarmPool {
  public:
   // Makes one container for the pool `key` from its scope-less spec, started, its agent up.
-  using Maker = std::function<Result<PooledContainer>(const SandboxSpec& pool_spec,
-                                                      const std::string& key)>;
+  using Maker =
+      std::function<Result<PooledContainer>(const SandboxSpec& pool_spec, const std::string& key)>;
   // Removes one (the container and its host directories); best effort.
   using Remover = std::function<void(const SandboxSpec& pool_spec, const PooledContainer&)>;
 
