@@ -222,7 +222,8 @@ TEST_F(ConfigTest, EveryKeyRoundTrips) {
         "apparmorProfile": "docker-default",
         "binds": ["/data:/data:ro"]
       },
-      "prune": {"idleHours": 2, "maxAgeDays": 0.5}
+      "prune": {"idleHours": 2, "maxAgeDays": 0.5},
+      "pool": {"min": 1, "max": 3, "idleTtlMs": 60000}
     },
     "agents": {
       "defaults": {"workspace": "/home/ci/project"}
@@ -281,6 +282,9 @@ TEST_F(ConfigTest, EveryKeyRoundTrips) {
   EXPECT_THAT(d.binds, ElementsAre("/data:/data:ro"));
   EXPECT_DOUBLE_EQ(s.sandbox.prune.idle_hours, 2);
   EXPECT_DOUBLE_EQ(s.sandbox.prune.max_age_days, 0.5);
+  EXPECT_EQ(s.sandbox.pool.min, 1);
+  EXPECT_EQ(s.sandbox.pool.max, 3);
+  EXPECT_EQ(s.sandbox.pool.idle_ttl_ms, 60000);
   EXPECT_EQ(s.workspace, "/home/ci/project");
 }
 
@@ -576,6 +580,11 @@ const BadValue kBadValues[] = {
      "sandbox.prune.idleHours: expected a non-negative number, got -1"},
     {"PruneMaxAgeDaysType", R"({"sandbox": {"prune": {"maxAgeDays": "7"}}})",
      R"(sandbox.prune.maxAgeDays: expected a non-negative number, got "7")"},
+    {"PoolMinNegative", R"({"sandbox": {"pool": {"min": -1}}})", "sandbox.pool.min: "},
+    {"PoolMaxTooLarge", R"({"sandbox": {"pool": {"max": 65}}})", "sandbox.pool.max: "},
+    {"PoolIdleTtlTooShort", R"({"sandbox": {"pool": {"idleTtlMs": 10}}})",
+     "sandbox.pool.idleTtlMs: "},
+    {"PoolNotObject", R"({"sandbox": {"pool": 2}})", "sandbox.pool: expected an object"},
     {"AgentsType", R"({"agents": []})", "agents: expected an object, got an array"},
     {"AgentHostEnum", R"({"agents": {"ops": {"tools": {"exec": {"host": "spark"}}}}})",
      R"(agents.ops.tools.exec.host: expected one of auto, sandbox, gateway, node, got "spark")"},
