@@ -197,6 +197,38 @@ DoctorCheck ExecPathCheck(bool engine_is_local, const config::Config* cfg) {
       "sandbox.docker.user a numeric non-root uid:gid and sandbox.docker.execAgent true");
 }
 
+// Whether a running server keeps started containers for new scopes (sandbox.pool): it needs
+// the agent path and host-side mounts (a root runner, a local engine).
+DoctorCheck WarmPoolCheck(bool engine_is_local, const config::Config* cfg) {
+  const config::SandboxSettings sandbox = cfg ? cfg->global.sandbox : config::SandboxSettings();
+  const config::PoolSettings& pool = sandbox.pool;
+  if (pool.min <= 0 && pool.max <= 0) {
+    return Check("warm-pool", Level::kOk,
+                 "no warm pool (sandbox.pool not set): a new scope's first command waits for its "
+                 "container to be created and started");
+  }
+  exec::SandboxSpec probe;
+  probe.exec_agent = sandbox.docker.exec_agent;
+  probe.user = Trim(sandbox.docker.user).empty() ? "65534:65534" : Trim(sandbox.docker.user);
+  std::string why = exec::AgentUnusableReason(probe, exec::FindAgentBinary(engine_is_local));
+  if (!why.empty()) {
+    why = "no sandbox agent: " + why;
+  } else if (exec::MountSupport mounts = exec::DetectMountSupport(engine_is_local);
+             !mounts.staged) {
+    why = mounts.reason;
+  }
+  if (!why.empty()) {
+    return Check("warm-pool", Level::kWarn,
+                 "sandbox.pool is set but no container is kept warm: " + why,
+                 "the warm pool needs what the sandbox agent needs (see exec-path)");
+  }
+  return Check("warm-pool", Level::kOk,
+               "a running server keeps " + std::to_string(pool.min) + " (up to " +
+                   std::to_string(std::max(pool.min, pool.max)) +
+                   " under demand) started containers of each kind of sandbox for new scopes; "
+                   "the one-shot CLI keeps none");
+}
+
 void EngineChecks(std::vector<DoctorCheck>& checks, const std::vector<ImageUse>& images,
                   const config::Config* cfg) {
   auto client = docker::Client::FromEnvironment({std::chrono::milliseconds(3000)});
@@ -248,7 +280,9 @@ void EngineChecks(std::vector<DoctorCheck>& checks, const std::vector<ImageUse>&
                            "install sandrun-exec next to sandrun (the build puts it there), owned "
                            "by root and writable only by its owner"));
   }
-  checks.push_back(ExecPathCheck((*client)->endpoint().kind == docker::Endpoint::Kind::kUnix, cfg));
+  const bool local = (*client)->endpoint().kind == docker::Endpoint::Kind::kUnix;
+  checks.push_back(ExecPathCheck(local, cfg));
+  checks.push_back(WarmPoolCheck(local, cfg));
 
   const std::string images_dir = docker::DefaultImagesDir();
   for (const ImageUse& use : images) {

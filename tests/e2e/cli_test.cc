@@ -71,10 +71,10 @@ TEST(CliDoctorTest, JsonReportIsOneObject) {
   ASSERT_TRUE(checks && checks->IsArray());
   std::set<std::string> names;
   for (const auto& c : checks->GetArray()) names.insert(JsonString(c, "name"));
-  EXPECT_EQ(names,
-            (std::set<std::string>{"state-dir", "config", "engine", "api-version", "exec-wrapper",
-                                   "exec-path", "image", "seccomp", "confine", "mounts", "scratch",
-                                   "process-tree", "profiles", "images", "profile"}));
+  EXPECT_EQ(names, (std::set<std::string>{"state-dir", "config", "engine", "api-version",
+                                          "exec-wrapper", "exec-path", "warm-pool", "image",
+                                          "seccomp", "confine", "mounts", "scratch", "process-tree",
+                                          "profiles", "images", "profile"}));
   for (const auto& c : checks->GetArray()) {
     if (JsonString(c, "name") == "profiles") {  // a build-tree binary reads the source tree's
       EXPECT_EQ(JsonString(c, "detail"), std::string(SANDRUN_SOURCE_DIR) +

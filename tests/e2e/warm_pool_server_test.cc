@@ -104,5 +104,23 @@ TEST_F(WarmPoolServer, ACrashedServersPoolIsRemovedByTheNextOne) {
   EXPECT_FALSE(ConnectToDocker(&why)->InspectContainer(orphan)) << "the orphan was left behind";
 }
 
+TEST_F(WarmPoolServer, DoctorSaysWhetherContainersAreKeptWarm) {
+  auto on = Sandrun({"doctor"});
+  EXPECT_NE(on.out.find("ok    warm-pool    a running server keeps 1 (up to 1 under demand)"),
+            std::string::npos)
+      << on.out;
+  // Without the agent there is no pool: said, not silently ignored.
+  Config(R"({"sandbox": {"docker": {"image": "sandrun-sandbox:minimal", "execAgent": false},
+             "pool": {"min": 2}}})");
+  auto off = Sandrun({"doctor"});
+  EXPECT_NE(off.out.find("warn  warm-pool    sandbox.pool is set but no container is kept warm: "
+                         "no sandbox agent"),
+            std::string::npos)
+      << off.out;
+  Config(R"({"sandbox": {"docker": {"image": "sandrun-sandbox:minimal"}}})");
+  EXPECT_NE(Sandrun({"doctor"}).out.find("ok    warm-pool    no warm pool (sandbox.pool not set)"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace sandrun::testing
