@@ -12,6 +12,7 @@ namespace {
 
 constexpr int64_t kRetryAfterFailureMs = 30 * 1000;
 constexpr int64_t kForgetAfterMs = 60 * 60 * 1000;
+constexpr size_t kMaxKindsPerTenant = 4;
 
 int64_t TargetOf(const PoolSettings& s, size_t recent_claims) {
   const int64_t most = std::max(s.min, s.max);
@@ -31,6 +32,22 @@ std::optional<PooledContainer> WarmPool::Take(const std::string& key,
   if (stopping_) return std::nullopt;
   if (!thread_.joinable()) thread_ = std::thread([this] { Loop(); });
   const int64_t now = NowMs();
+  if (pools_.count(key) == 0) {
+    // A tenant's calls can ask for many kinds (images, limits): its pools are bounded, the
+    // kind asked for least recently is dropped (its containers go with the next refill pass).
+    std::vector<std::map<std::string, Pool>::iterator> same_tenant;
+    for (auto it = pools_.begin(); it != pools_.end(); ++it) {
+      if (it->second.spec.tenant == pool_spec.tenant && it->second.spec.pool.enabled()) {
+        same_tenant.push_back(it);
+      }
+    }
+    if (same_tenant.size() >= kMaxKindsPerTenant) {
+      auto oldest = *std::min_element(same_tenant.begin(), same_tenant.end(), [](auto a, auto b) {
+        return a->second.asked_at_ms < b->second.asked_at_ms;
+      });
+      oldest->second.spec.pool = PoolSettings{};  // not enabled: drained by Loop
+    }
+  }
   Pool& pool = pools_[key];
   pool.spec = pool_spec;  // the newest settings (min, max, TTL) of this kind
   pool.asked_at_ms = now;

@@ -16,7 +16,8 @@
 //     made on the first claim of its kind, refilled in the background to `min` (more, up to
 //     `max`, when that many were claimed within idle_ttl_ms), trimmed back to `min` after
 //     idle_ttl_ms, dropped when its kind has not been asked for within an hour (or 12 ×
-//     idle_ttl_ms, whichever is longer), and drained when the runner stops. Containers of a
+//     idle_ttl_ms, whichever is longer), and drained when the runner stops. A tenant has at
+//     most 4 pools: a fifth kind drops the one asked for least recently. Containers of a
 //     runner that died are removed by the next one (their owner is gone).
 //
 // Pattern of use (ContainerPool):
