@@ -299,6 +299,12 @@ def main():
                            stderr=subprocess.DEVNULL)
             remove_labelled("sandrun.instance=" + open(os.path.join(state, "instance-id"))
                             .read().strip())
+        # Scratch images and the warm pool's mount stay mounted on the host: off first.
+        with open("/proc/self/mountinfo") as f:
+            points = [line.split()[4] for line in f]
+        for point in sorted((p for p in points if p.startswith(tmp + "/")), key=len,
+                            reverse=True):
+            subprocess.run(["umount", "-l", point], stderr=subprocess.DEVNULL)
         shutil.rmtree(tmp, ignore_errors=True)
 
 

@@ -19,6 +19,7 @@
 #include "sandbox/executors/docker/docker_executor.h"
 #include "sandbox/os/host_path.h"
 #include "tests/support/docker_env.h"
+#include "tests/support/mounts.h"
 
 namespace sandrun::testing {
 namespace {
@@ -282,6 +283,8 @@ TEST_F(WarmPoolTest, DrainAndTheOrphanSweepLeaveNothing) {
   EXPECT_TRUE(ReadyIds().empty());
   EXPECT_FALSE(std::filesystem::exists(slot));
   EXPECT_FALSE(std::filesystem::exists(agent_dir));
+  // The last slot gone, <state>/pool is no mount any more.
+  EXPECT_TRUE(MountPointsBelow(state_dir_ + "/pool").empty());
 
   // A ready container whose runner died (its owner is no process) goes at the next claim.
   docker::ContainerSpec orphan;

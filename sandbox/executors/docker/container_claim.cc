@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <utility>
 
 #include "sandbox/base/sha256.h"
@@ -40,6 +41,19 @@ std::optional<ContainerScope> ScopeOf(const std::string& id,
   return ContainerScope{c.tenant, c.scope_key, c.reach_hash, c.config_hash, true};
 }
 
+bool PoolOwnerAlive(const std::map<std::string, std::string>& labels) {
+  auto it = labels.find(kPoolOwnerLabel);
+  if (it == labels.end()) return false;
+  const std::string& owner = it->second;
+  const size_t colon = owner.find(':');
+  const std::string pid = owner.substr(0, colon);
+  if (colon == std::string::npos || pid.empty() || pid.size() > 9 ||
+      pid.find_first_not_of("0123456789") != std::string::npos) {
+    return false;
+  }
+  return ::kill(static_cast<pid_t>(std::stol(pid)), 0) == 0 || errno == EPERM;
+}
+
 bool IsUnclaimedPoolContainer(const std::string& id,
                               const std::map<std::string, std::string>& labels,
                               const RegistryState& registry) {
@@ -68,16 +82,6 @@ std::string PoolName(const SandboxSpec& pool_spec, const std::string& random) {
   std::string name = pool_spec.container_prefix + pool_spec.instance_id.substr(0, 8) + "-" +
                      (pool_spec.tenant.empty() ? "" : pool_spec.tenant + "-") + "pool-" + random;
   return name.size() > 63 ? name.substr(0, 63) : name;
-}
-
-bool OwnerAlive(const std::string& owner) {
-  const size_t colon = owner.find(':');
-  const std::string pid = owner.substr(0, colon);
-  if (colon == std::string::npos || pid.empty() || pid.size() > 9 ||
-      pid.find_first_not_of("0123456789") != std::string::npos) {
-    return false;
-  }
-  return ::kill(static_cast<pid_t>(std::stol(pid)), 0) == 0 || errno == EPERM;
 }
 
 std::string SlotNameOf(const std::string& agent_dir) {
@@ -147,11 +151,7 @@ void ContainerPool::SweepOrphanedPool(const SandboxSpec& spec) {
   if (!containers) return;
   const RegistryState registry = SandboxRegistry(spec.state_dir).Load().value_or(RegistryState{});
   for (const auto& c : *containers) {
-    auto owner = c.labels.find(kPoolOwnerLabel);
-    if (!IsUnclaimedPoolContainer(c.id, c.labels, registry) ||
-        (owner != c.labels.end() && (owner->second == pool_owner_ || OwnerAlive(owner->second)))) {
-      continue;
-    }
+    if (!IsUnclaimedPoolContainer(c.id, c.labels, registry) || PoolOwnerAlive(c.labels)) continue;
     RemovePooled(spec.state_dir, c.id, AgentDirOf(spec.state_dir, c.labels));
   }
 }

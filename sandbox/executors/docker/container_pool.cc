@@ -602,6 +602,8 @@ Result<std::vector<std::string>> ContainerPool::Prune(const std::string& instanc
   int64_t now = NowMs();
   std::vector<std::string> removed;
   for (const auto& c : containers) {
+    // A running runner's warm pool is its own to trim (warm_pool.h); a dead one's is pruned.
+    if (IsUnclaimedPoolContainer(c.id, c.labels, state) && PoolOwnerAlive(c.labels)) continue;
     std::string name = c.names.empty() ? c.id : c.names.front();
     int64_t created = ParseInt(c.labels.count(kCreatedAtLabel) ? c.labels.at(kCreatedAtLabel) : "");
     if (created == 0) created = c.created * 1000;

@@ -67,6 +67,8 @@ std::optional<ContainerScope> ScopeOf(const std::string& id,
 bool IsUnclaimedPoolContainer(const std::string& id,
                               const std::map<std::string, std::string>& labels,
                               const RegistryState& registry);
+// Whether the process that made a pool container (kPoolOwnerLabel) still runs.
+bool PoolOwnerAlive(const std::map<std::string, std::string>& labels);
 
 // Container name for a scope: <prefix><instance8>-<slug>, or <prefix><instance8>-<tenant>-<slug>
 // for a hosted tenant (the slug of the key without its "<tenant>/"), at most 63 characters. The

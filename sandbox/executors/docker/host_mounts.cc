@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <optional>
 
@@ -259,12 +260,16 @@ bool IsSlotName(const std::string& name) {
          name.find_first_not_of("0123456789abcdef") == std::string::npos;
 }
 
-// <state>/pool, bound onto itself nosuid,nodev,noexec and shared (once per boot), opened.
+// <state>/pool.lock: one process at a time binds <state>/pool (two binds would stack), adds a
+// slot to it, or detaches it once its last slot is gone.
+Result<FileLock> LockPool(const std::string& state_dir) {
+  return FileLock::Acquire(state_dir + "/pool.lock");
+}
+
+// <state>/pool, bound onto itself nosuid,nodev,noexec and shared, opened (LockPool held).
 Result<UniqueFd> SharedPoolRoot(const std::string& state_dir) {
   const std::string root = PoolRoot(state_dir);
   SANDRUN_ASSIGN_OR_RETURN(UniqueFd dir, MakeDirsNoSymlinks(root, 0700));
-  // One process at a time binds it (two binds would stack).
-  SANDRUN_ASSIGN_OR_RETURN(FileLock lock, FileLock::Acquire(state_dir + "/sandbox/pool.lock"));
   SANDRUN_ASSIGN_OR_RETURN(bool mounted, IsMountRoot(dir.get()));
   if (!mounted) {
     const std::string at = ProcFdPath(dir.get());
@@ -295,6 +300,7 @@ std::string WorkspaceSlotPath(const std::string& state_dir, const std::string& n
 
 Result<std::string> PrepareWorkspaceSlot(const std::string& state_dir, const std::string& name) {
   if (!IsSlotName(name)) return Error(ErrorCode::kInvalidArgument, "bad slot name " + name);
+  SANDRUN_ASSIGN_OR_RETURN(FileLock lock, LockPool(state_dir));
   SANDRUN_ASSIGN_OR_RETURN(UniqueFd root, SharedPoolRoot(state_dir));
   SANDRUN_ASSIGN_OR_RETURN(UniqueFd slot, MakeDirAt(root.get(), name, 0700));
   return WorkspaceSlotPath(state_dir, name);
@@ -312,11 +318,32 @@ Status FillWorkspaceSlot(const std::string& state_dir, const std::string& name, 
 void RemoveWorkspaceSlot(const std::string& state_dir, const std::string& name) {
   if (!IsSlotName(name)) return;
   const std::string slot = WorkspaceSlotPath(state_dir, name);
+  struct stat st {};
+  if (::lstat(slot.c_str(), &st) != 0) return;  // most containers have none
+  auto lock = LockPool(state_dir);
+  if (!lock) return;
   // Stacked mounts (none are expected) come off one by one; UMOUNT_NOFOLLOW: a link is not
   // followed.
   for (int i = 0; i < 8 && DetachMount(slot) && ::rmdir(slot.c_str()) != 0 && errno == EBUSY; ++i) {
   }
   (void)::rmdir(slot.c_str());
+  // The last slot gone: <state>/pool comes off the host (the next pooled container binds it
+  // again), so a state dir without pooled containers holds no mount.
+  auto root = OpenNoSymlinks(PoolRoot(state_dir));
+  if (!root) return;
+  UniqueFd listing(::openat(root->get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  DIR* dir = listing.valid() ? ::fdopendir(listing.get()) : nullptr;
+  if (dir == nullptr) return;
+  (void)listing.release();  // the DIR owns it
+  bool empty = true;
+  while (dirent* entry = ::readdir(dir)) {
+    if (std::strcmp(entry->d_name, ".") != 0 && std::strcmp(entry->d_name, "..") != 0)
+      empty = false;
+  }
+  ::closedir(dir);
+  if (auto mounted = IsMountRoot(root->get()); empty && mounted && *mounted) {
+    (void)DetachMountFd(root->get());
+  }
 }
 
 void SweepWorkspaceSlots(const std::string& state_dir, const std::vector<std::string>& live) {

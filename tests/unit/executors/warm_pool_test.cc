@@ -3,8 +3,6 @@
 // a failing maker only later, bounds a tenant's kinds, and drains everything.
 #include "sandbox/executors/docker/warm_pool.h"
 
-#include "sandbox/executors/docker/sandbox_registry.h"
-
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -14,6 +12,8 @@
 #include <set>
 #include <string>
 #include <thread>
+
+#include "sandbox/executors/docker/sandbox_registry.h"
 
 namespace sandrun::exec {
 namespace {
@@ -83,7 +83,7 @@ TEST_F(WarmPoolUnit, FillsToMinOnceAskedAndHandsEachContainerOutOnce) {
 TEST_F(WarmPoolUnit, GrowsWithDemandUpToMaxAndTrimsBackAfterTheTtl) {
   WarmPool pool(Maker(), Remover());
   const SandboxSpec kind = Kind(1, 3, /*ttl_ms=*/400);
-  for (int i = 0; i < 5; ++i) (void)pool.Take("k", kind);  // 5 claims within the TTL
+  for (int i = 0; i < 5; ++i) (void)pool.Take("k", kind);            // 5 claims within the TTL
   ASSERT_TRUE(Eventually([&] { return pool.stats().ready == 3; }));  // capped at max
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   EXPECT_EQ(pool.stats().ready, 3u);
