@@ -668,6 +668,7 @@ Status Runtime::Reload() {
   if (!cfg) return Error::Refusal("invalid-config", cfg.error().ToString());
   for (const auto& w : cfg->warnings) PrintWarning(w);
   impl_->SetConfig(std::move(*cfg));
+  impl_->executors.ConfigChanged();  // warm containers of the old config go
   return Ok();
 }
 
@@ -710,7 +711,10 @@ std::string Runtime::MetricsText(const TenantFilter& filter) const {
           {std::string(exec::kInstanceLabel) + "=" + impl_->instance_id}, true, opts);
       if (list) {
         std::map<std::string, size_t> by;
+        // As the quotas count: a warm-pool container is nobody's until claimed.
+        const auto registry = exec::SandboxRegistry(impl_->state_dir).Load();
         for (const auto& c : *list) {
+          if (registry && exec::IsUnclaimedPoolContainer(c.id, c.labels, *registry)) continue;
           auto it = c.labels.find(exec::kTenantLabel);
           ++by[it == c.labels.end() ? std::string() : it->second];
         }

@@ -530,7 +530,16 @@ Result<exec::SandboxSpec> BuildSandboxSpec(const GateContext& ctx, const ExecReq
   spec.prune_idle_hours = sb.prune.idle_hours;
   spec.prune_max_age_days = sb.prune.max_age_days;
   spec.state_dir = ctx.state_dir;
+  const exec::SandboxSpec configured = spec;
   if (auto refused = ApplyChoices(request, sb, &spec)) return *refused;
+  // A call's own kind of sandbox is not kept warm, only the configured kinds are: a tenant
+  // varying its limits call by call must not multiply warm containers.
+  if (spec.image != configured.image || spec.network != configured.network ||
+      spec.memory_bytes != configured.memory_bytes ||
+      spec.memory_swap_bytes != configured.memory_swap_bytes ||
+      spec.nano_cpus != configured.nano_cpus || spec.pids_limit != configured.pids_limit) {
+    spec.pool = exec::PoolSettings{};
+  }
   AddHomeTmpfs(&spec);
   return spec;
 }

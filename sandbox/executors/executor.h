@@ -38,6 +38,8 @@ class Executor {
   // The runtime is stopping: release what is kept ready for later calls (the sandbox's warm
   // pool). Processes already started are not touched.
   virtual void Shutdown() {}
+  // The runtime's config was reloaded: drop what was kept ready under the old one.
+  virtual void ConfigChanged() {}
 };
 
 }  // namespace sandrun::exec

@@ -60,15 +60,21 @@ Executor* ExecutorRegistry::ForKind(ProcessKind kind) {
   return made ? made->get() : nullptr;
 }
 
-void ExecutorRegistry::Shutdown() {
+std::vector<std::shared_ptr<Executor>> ExecutorRegistry::Made() {
   std::vector<std::shared_ptr<Executor>> made;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (auto& [target, entry] : entries_) {
-      if (entry.made) made.push_back(entry.made);
-    }
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [target, entry] : entries_) {
+    if (entry.made) made.push_back(entry.made);
   }
-  for (auto& e : made) e->Shutdown();
+  return made;
+}
+
+void ExecutorRegistry::Shutdown() {
+  for (auto& e : Made()) e->Shutdown();
+}
+
+void ExecutorRegistry::ConfigChanged() {
+  for (auto& e : Made()) e->ConfigChanged();
 }
 
 }  // namespace sandrun::exec

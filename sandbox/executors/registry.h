@@ -50,14 +50,16 @@ class ExecutorRegistry {
   // The executor that starts processes of `kind` (re-adoption after a restart), made if needed;
   // null when there is none (the session then is lost, as a process nobody can reach).
   Executor* ForKind(ProcessKind kind);
-  // Executor::Shutdown of every executor made so far.
+  // Executor::Shutdown, Executor::ConfigChanged of every executor made so far.
   void Shutdown();
+  void ConfigChanged();
 
  private:
   struct Entry {
     Factory make;
     std::shared_ptr<Executor> made;
   };
+  std::vector<std::shared_ptr<Executor>> Made();
   std::mutex mu_;  // held while a factory runs: concurrent first calls make one executor
   std::map<Target, Entry> entries_;
 };

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <thread>
 
 #include "sandbox/os/file.h"
@@ -139,6 +140,40 @@ Status BindMountHardened(int source_fd, int parent_fd, const std::string& name, 
     }
   }
   return VerifyOnTop(parent_fd, name, read_only);
+}
+
+namespace {
+
+void RemoveTreeAt(int parent, const char* name, int depth) {
+  if (::unlinkat(parent, name, 0) == 0 || errno == ENOENT) return;
+  if (depth > 32) return;
+  const int fd = ::openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return;
+  if (auto mounted = IsMountRoot(fd); !mounted || *mounted) {
+    ::close(fd);
+    return;
+  }
+  DIR* d = ::fdopendir(fd);
+  if (d == nullptr) {
+    ::close(fd);
+    return;
+  }
+  std::vector<std::string> names;
+  while (dirent* e = ::readdir(d)) {
+    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) {
+      names.emplace_back(e->d_name);
+    }
+  }
+  for (const auto& n : names) RemoveTreeAt(::dirfd(d), n.c_str(), depth + 1);
+  ::closedir(d);
+  (void)::unlinkat(parent, name, AT_REMOVEDIR);
+}
+
+}  // namespace
+
+void RemoveTreeNoFollow(int parent_fd, const std::string& name) {
+  if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos) return;
+  RemoveTreeAt(parent_fd, name.c_str(), 0);
 }
 
 Status DetachMount(const std::string& path) {

@@ -54,6 +54,12 @@ Status DetachMount(const std::string& path);
 // Detaches the mount whose root `fd` is open on (umount2 through /proc/self/fd, MNT_DETACH).
 Status DetachMountFd(int fd);
 
+// Removes `name` in the directory `parent_fd` and everything below it, through descriptors:
+// never following a link and never entering a directory that is the root of a mount (what is
+// mounted there, a workspace for instance, is left alone, and so is the directory holding it).
+// Best effort: what cannot be removed stays.
+void RemoveTreeNoFollow(int parent_fd, const std::string& name);
+
 // The mount points at or below `dir` in this mount namespace (from /proc/self/mountinfo),
 // deepest first, so they can be detached in order.
 Result<std::vector<std::string>> MountPointsUnder(const std::string& dir);

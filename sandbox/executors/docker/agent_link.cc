@@ -19,6 +19,7 @@
 #include "sandbox/base/strings.h"
 #include "sandbox/executors/docker/host_mounts.h"
 #include "sandbox/os/host_path.h"
+#include "sandbox/os/mounts.h"
 #include "sandbox/os/random.h"
 
 namespace sandrun::exec {
@@ -322,33 +323,6 @@ Result<std::string> PrepareAgentDir(const std::string& state_dir) {
   return path;
 }
 
-namespace {
-
-// Removes `name` under `parent` and everything below it, through descriptors, never following
-// a link (the agent's uid can write there).
-void RemoveTreeAt(int parent, const char* name, int depth) {
-  if (::unlinkat(parent, name, 0) == 0 || errno == ENOENT) return;
-  if (depth > 16) return;
-  const int fd = ::openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return;
-  DIR* d = ::fdopendir(fd);
-  if (d == nullptr) {
-    ::close(fd);
-    return;
-  }
-  std::vector<std::string> names;
-  while (dirent* e = ::readdir(d)) {
-    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) {
-      names.emplace_back(e->d_name);
-    }
-  }
-  for (const auto& n : names) RemoveTreeAt(::dirfd(d), n.c_str(), depth + 1);
-  ::closedir(d);
-  (void)::unlinkat(parent, name, AT_REMOVEDIR);
-}
-
-}  // namespace
-
 void RemoveAgentDir(const std::string& state_dir, const std::string& dir) {
   const std::string prefix = state_dir + "/" + kAgentsDir + "/";
   if (dir.size() <= prefix.size() || dir.compare(0, prefix.size(), prefix) != 0) return;
@@ -358,7 +332,7 @@ void RemoveAgentDir(const std::string& state_dir, const std::string& dir) {
   }
   auto parent = OpenNoSymlinks(state_dir + "/" + kAgentsDir);
   if (!parent) return;
-  RemoveTreeAt(parent->get(), name.c_str(), 0);
+  RemoveTreeNoFollow(parent->get(), name);
   (void)::unlinkat(parent->get(), (name + ".key").c_str(), 0);
   RemoveWorkspaceSlot(state_dir, name);  // a pooled container's (host_mounts.h)
 }

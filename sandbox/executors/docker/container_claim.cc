@@ -3,7 +3,10 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <fstream>
+#include <sstream>
 #include <utility>
 
 #include "sandbox/base/sha256.h"
@@ -41,17 +44,36 @@ std::optional<ContainerScope> ScopeOf(const std::string& id,
   return ContainerScope{c.tenant, c.scope_key, c.reach_hash, c.config_hash, true};
 }
 
+namespace {
+
+// "<pid>:<start time>" of process `pid` (field 22 of /proc/<pid>/stat, clock ticks since boot):
+// a pid reused by another process (a restarted server that is pid 1 of its namespace) has
+// another start time. "" when there is no such process.
+std::string ProcessIdentity(const std::string& pid) {
+  std::ifstream in("/proc/" + pid + "/stat");
+  std::string stat;
+  std::getline(in, stat);
+  const size_t paren = stat.rfind(')');
+  if (paren == std::string::npos) return "";
+  std::istringstream fields(stat.substr(paren + 2));
+  std::string field;
+  for (int i = 3; i <= 22 && fields >> field; ++i) {
+    if (i == 22) return pid + ":" + field;
+  }
+  return "";
+}
+
+}  // namespace
+
 bool PoolOwnerAlive(const std::map<std::string, std::string>& labels) {
   auto it = labels.find(kPoolOwnerLabel);
   if (it == labels.end()) return false;
   const std::string& owner = it->second;
-  const size_t colon = owner.find(':');
-  const std::string pid = owner.substr(0, colon);
-  if (colon == std::string::npos || pid.empty() || pid.size() > 9 ||
-      pid.find_first_not_of("0123456789") != std::string::npos) {
+  const std::string pid = owner.substr(0, owner.find(':'));
+  if (pid.empty() || pid.size() > 9 || pid.find_first_not_of("0123456789") != std::string::npos) {
     return false;
   }
-  return ::kill(static_cast<pid_t>(std::stol(pid)), 0) == 0 || errno == EPERM;
+  return ProcessIdentity(pid) == owner;
 }
 
 bool IsUnclaimedPoolContainer(const std::string& id,
@@ -75,6 +97,11 @@ SandboxSpec PoolSpecOf(const SandboxSpec& spec) {
   p.scratch_limit_bytes = 0;
   p.remove_after = false;
   p.setup_command.clear();  // run by the claim, once the workspace is there
+  if (p.max_containers > 0) {
+    // Never more warm containers of a kind than the tenant may hold.
+    p.pool.min = std::min(p.pool.min, p.max_containers);
+    p.pool.max = std::min(p.pool.max, p.max_containers);
+  }
   return p;
 }
 
@@ -93,8 +120,8 @@ std::string SlotNameOf(const std::string& agent_dir) {
 void ContainerPool::EnableWarmPool() {
   std::lock_guard<std::mutex> lock(warm_mu_);
   if (warm_) return;
-  pool_owner_ = std::to_string(::getpid()) + ":" + RandomHex(8).value_or("0");
-  warm_ = std::make_unique<WarmPool>(
+  pool_owner_ = ProcessIdentity(std::to_string(::getpid()));
+  warm_ = std::make_shared<WarmPool>(
       [this](const SandboxSpec& pool_spec, const std::string& key) {
         return MakePooled(pool_spec, key);
       },
@@ -104,12 +131,23 @@ void ContainerPool::EnableWarmPool() {
 }
 
 void ContainerPool::DrainWarmPool() {
-  std::unique_ptr<WarmPool> warm;
+  std::shared_ptr<WarmPool> warm;
   {
     std::lock_guard<std::mutex> lock(warm_mu_);
     warm = std::move(warm_);
   }
   if (warm) warm->Drain();
+}
+
+void ContainerPool::ResetWarmPool() {
+  bool enabled = false;
+  {
+    std::lock_guard<std::mutex> lock(warm_mu_);
+    enabled = warm_ != nullptr;
+  }
+  if (!enabled) return;
+  DrainWarmPool();
+  EnableWarmPool();
 }
 
 size_t ContainerPool::WarmPoolReady() {
@@ -118,10 +156,23 @@ size_t ContainerPool::WarmPoolReady() {
 }
 
 std::string ContainerPool::WarmPoolReason(const SandboxSpec& spec) const {
-  if (!spec.pool.enabled()) return "sandbox.pool is not set";
+  if (!spec.pool.enabled()) return "sandbox.pool is not set (or the call chose its own sandbox)";
   if (std::string why = AgentReason(spec); !why.empty()) return "no sandbox agent: " + why;
   if (!mount_support_.staged) return mount_support_.reason;
   if (!spec.scratch && spec.workspace_host_dir.empty()) return "the sandbox has no workspace";
+  // The workspace arrives on top of the slot: anything else mounted at or below the workdir
+  // (a tmpfs, a bind) would lie under it, hidden, where a container made for the scope has
+  // it on top.
+  auto within = [&](const std::string& path) {
+    return spec.workdir == "/" || path == spec.workdir || path.starts_with(spec.workdir + "/");
+  };
+  for (const std::string& tmpfs : spec.tmpfs) {
+    if (within(tmpfs)) return "a tmpfs (" + tmpfs + ") is mounted within the workdir";
+  }
+  for (const HostMountSpec& bind : spec.binds) {
+    if (within(bind.target)) return "a bind (" + bind.target + ") is mounted within the workdir";
+  }
+  if (within("/.sandrun")) return "the workdir holds sandrun's own mounts (/.sandrun)";
   return "";
 }
 
@@ -148,20 +199,28 @@ void ContainerPool::SweepOrphanedPool(const SandboxSpec& spec) {
   }
   auto containers = client_->ListContainers(
       {std::string(kInstanceLabel) + "=" + spec.instance_id, kPoolLabel}, /*all=*/true);
-  if (!containers) return;
-  const RegistryState registry = SandboxRegistry(spec.state_dir).Load().value_or(RegistryState{});
+  auto registry = SandboxRegistry(spec.state_dir).Load();
+  if (!containers || !registry) return;  // unknown claims: nothing is taken for unclaimed
   for (const auto& c : *containers) {
-    if (!IsUnclaimedPoolContainer(c.id, c.labels, registry) || PoolOwnerAlive(c.labels)) continue;
+    if (PoolOwnerAlive(c.labels)) continue;
+    // Its runner died before a claim completed: a claim record whose container never got the
+    // scope's name (the scope makes another one), or no claim at all.
+    auto claim = registry->claims.find(c.id);
+    const std::string name = c.names.empty() ? "" : c.names.front();
+    if (claim != registry->claims.end() && claim->second.name == name) continue;
     RemovePooled(spec.state_dir, c.id, AgentDirOf(spec.state_dir, c.labels));
+    if (claim != registry->claims.end()) {
+      (void)SandboxRegistry(spec.state_dir).Update([&](RegistryState& s) { s.claims.erase(c.id); });
+    }
   }
 }
 
 std::optional<EnsuredContainer> ContainerPool::Claim(const SandboxSpec& spec,
                                                      const std::string& name) {
-  WarmPool* warm = nullptr;
+  std::shared_ptr<WarmPool> warm;
   {
     std::lock_guard<std::mutex> lock(warm_mu_);
-    warm = warm_.get();
+    warm = warm_;
   }
   if (warm == nullptr || !WarmPoolReason(spec).empty()) return std::nullopt;
   SweepOrphanedPool(spec);
@@ -196,6 +255,10 @@ std::optional<EnsuredContainer> ContainerPool::Claim(const SandboxSpec& spec,
       AgentDirOf(spec.state_dir, info->labels) != taken->agent_dir) {
     return give_up();
   }
+  // Made from the image the tag names now (a rebuilt image gets new containers, not old ones).
+  if (auto image = client_->InspectImage(spec.image); !image || image->id != info->image) {
+    return give_up();
+  }
   // The scope's workspace, checked as at any creation, onto the slot: it appears at the workdir.
   auto source = WorkspaceSource(spec, mount_support_);
   if (!source || !source->valid() ||
@@ -208,8 +271,8 @@ std::optional<EnsuredContainer> ContainerPool::Claim(const SandboxSpec& spec,
   const std::string hash = ConfigHash(spec, wrapped, true);
   const int64_t now = NowMs();
   Status recorded = registry.Update([&](RegistryState& s) {
-    s.claims[taken->id] =
-        PoolClaim{spec.tenant, spec.scope_key, ScopeKeyHash(spec.scope_key), reach, hash, now};
+    s.claims[taken->id] = PoolClaim{
+        spec.tenant, spec.scope_key, ScopeKeyHash(spec.scope_key), reach, hash, now, name};
     s.containers[name] =
         RegistryEntry{spec.scope_key, ScopeKeyHash(spec.scope_key), spec.image, hash,
                       reach,          taken->ready_at_ms,           now};

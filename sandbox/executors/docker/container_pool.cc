@@ -392,11 +392,11 @@ Result<EnsuredContainer> ContainerPool::CreateWithinQuota(const SandboxSpec& spe
   if (!held) {
     return SandboxUnavailable(std::move(held).error(), "counting the tenant's containers");
   }
-  // Its warm pool's containers are nobody's until claimed.
-  const RegistryState registry = SandboxRegistry(spec.state_dir).Load().value_or(RegistryState{});
+  // Its warm pool's containers are nobody's until claimed (an unreadable registry: all count).
+  auto registry = SandboxRegistry(spec.state_dir).Load();
   const auto count = static_cast<int64_t>(
       std::count_if(held->begin(), held->end(), [&](const docker::ContainerSummary& c) {
-        return !IsUnclaimedPoolContainer(c.id, c.labels, registry);
+        return !registry || !IsUnclaimedPoolContainer(c.id, c.labels, *registry);
       }));
   if (count >= spec.max_containers) {
     return Error::Refusal(

@@ -157,6 +157,8 @@ class ContainerPool {
   // long-running runner, which drains them (DrainWarmPool) when it stops.
   void EnableWarmPool();
   void DrainWarmPool();
+  // The config changed (SIGHUP): the ready containers go, the pools are made again as asked.
+  void ResetWarmPool();
   // Why new scopes of `spec` would get no pooled container even in a runner that keeps warm
   // pools ("" when they can).
   std::string WarmPoolReason(const SandboxSpec& spec) const;
@@ -221,7 +223,7 @@ class ContainerPool {
   std::map<std::string, std::shared_ptr<std::mutex>> ensure_locks_;  // per container name
   std::map<std::string, std::shared_ptr<std::mutex>> tenant_locks_;  // per tenant (quota)
   std::mutex warm_mu_;
-  std::unique_ptr<WarmPool> warm_;    // null: no warm pools in this process
+  std::shared_ptr<WarmPool> warm_;    // null: no warm pools in this process
   std::string pool_owner_;            // "<pid>:<nonce>" of this pool
   std::set<std::string> pool_swept_;  // state dirs whose orphans were removed
 };

@@ -48,6 +48,7 @@ class DockerExecutor final : public Executor, public std::enable_shared_from_thi
 
   // Drains the warm pool (container_pool.h).
   void Shutdown() override { pool_.DrainWarmPool(); }
+  void ConfigChanged() override { pool_.ResetWarmPool(); }
 
   // The scope's containers (container_pool.h).
   ContainerPool& pool() { return pool_; }

@@ -278,6 +278,14 @@ Result<UniqueFd> SharedPoolRoot(const std::string& state_dir) {
     }
     SANDRUN_ASSIGN_OR_RETURN(dir, OpenNoSymlinks(root));
     const std::string top = ProcFdPath(dir.get());
+    // Private first: a bind under a shared parent (a systemd host's /) joins the parent's peer
+    // group, and every slot's mount would then propagate wherever / does. MS_SHARED below
+    // makes it a peer group of its own.
+    if (::mount(nullptr, top.c_str(), nullptr, MS_PRIVATE, nullptr) != 0) {
+      Error e = Error::FromErrno(errno, "cannot make " + root + " private");
+      (void)DetachMountFd(dir.get());
+      return e;
+    }
     if (::mount(nullptr, top.c_str(), nullptr,
                 MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
       Error e = Error::FromErrno(errno, "cannot flag " + root + " nosuid,nodev,noexec");
@@ -326,11 +334,12 @@ void RemoveWorkspaceSlot(const std::string& state_dir, const std::string& name) 
   // followed.
   for (int i = 0; i < 8 && DetachMount(slot) && ::rmdir(slot.c_str()) != 0 && errno == EBUSY; ++i) {
   }
-  (void)::rmdir(slot.c_str());
-  // The last slot gone: <state>/pool comes off the host (the next pooled container binds it
-  // again), so a state dir without pooled containers holds no mount.
   auto root = OpenNoSymlinks(PoolRoot(state_dir));
   if (!root) return;
+  // What the engine made in it (mount points of its own): never through a link or a mount.
+  RemoveTreeNoFollow(root->get(), name);
+  // The last slot gone: <state>/pool comes off the host (the next pooled container binds it
+  // again), so a state dir without pooled containers holds no mount.
   UniqueFd listing(::openat(root->get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   DIR* dir = listing.valid() ? ::fdopendir(listing.get()) : nullptr;
   if (dir == nullptr) return;

@@ -29,6 +29,7 @@ RegistryState Parse(const rapidjson::Document& doc) {
       c.reach_hash = JsonString(m.value, "reachHash");
       c.config_hash = JsonString(m.value, "configHash");
       c.claimed_at_ms = JsonInt(m.value, "claimedAtMs");
+      c.name = JsonString(m.value, "name");
       state.claims.emplace(m.name.GetString(), std::move(c));
     }
   }
@@ -88,7 +89,8 @@ std::string Serialize(const RegistryState& state) {
           {"scopeKey", &c.scope_key},
           {"scopeHash", &c.scope_hash},
           {"reachHash", &c.reach_hash},
-          {"configHash", &c.config_hash}}) {
+          {"configHash", &c.config_hash},
+          {"name", &c.name}}) {
       w.Key(key);
       w.String(value->c_str(), static_cast<rapidjson::SizeType>(value->size()));
     }

@@ -34,6 +34,7 @@ struct PoolClaim {
   std::string reach_hash;   // ReachHash of the scope's spec (the workspace included)
   std::string config_hash;  // ConfigHash of the scope's spec
   int64_t claimed_at_ms = 0;
+  std::string name;  // the scope's container name it was claimed under
 };
 
 struct RegistryState {

@@ -13,6 +13,7 @@ namespace {
 constexpr int64_t kRetryAfterFailureMs = 30 * 1000;
 constexpr int64_t kForgetAfterMs = 60 * 60 * 1000;
 constexpr size_t kMaxKindsPerTenant = 4;
+constexpr int64_t kMaxReadyAgeMs = 60 * 60 * 1000;
 
 int64_t TargetOf(const PoolSettings& s, size_t recent_claims) {
   const int64_t most = std::max(s.min, s.max);
@@ -71,11 +72,16 @@ void WarmPool::Loop() {
       while (!pool.claimed_at.empty() && now - pool.claimed_at.front() > s.idle_ttl_ms) {
         pool.claimed_at.pop_front();
       }
-      const bool forgotten =
-          now - pool.asked_at_ms > std::max(kForgetAfterMs, 12 * s.idle_ttl_ms) || !s.enabled();
+      const bool forgotten = now - pool.asked_at_ms > kForgetAfterMs || !s.enabled();
       const int64_t target = forgotten ? 0 : TargetOf(s, pool.claimed_at.size());
       while (static_cast<int64_t>(pool.ready.size()) > target &&
              (forgotten || now - pool.ready.front().ready_at_ms > s.idle_ttl_ms)) {
+        surplus.emplace_back(pool.spec, std::move(pool.ready.front()));
+        pool.ready.pop_front();
+      }
+      // None waits longer than an hour (the image or the agent may have been updated): the
+      // oldest goes, and is made again below.
+      if (!pool.ready.empty() && now - pool.ready.front().ready_at_ms > kMaxReadyAgeMs) {
         surplus.emplace_back(pool.spec, std::move(pool.ready.front()));
         pool.ready.pop_front();
       }

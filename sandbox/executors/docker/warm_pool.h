@@ -15,10 +15,11 @@
 //   - Only long-running runners (the server, the in-process MCP server) keep pools; a pool is
 //     made on the first claim of its kind, refilled in the background to `min` (more, up to
 //     `max`, when that many were claimed within idle_ttl_ms), trimmed back to `min` after
-//     idle_ttl_ms, dropped when its kind has not been asked for within an hour (or 12 ×
-//     idle_ttl_ms, whichever is longer), and drained when the runner stops. A tenant has at
-//     most 4 pools: a fifth kind drops the one asked for least recently. Containers of a
-//     runner that died are removed by the next one (their owner is gone).
+//     idle_ttl_ms, renewed after an hour, dropped when its kind has not been asked for within
+//     an hour, and drained when the runner stops or its config is reloaded. A tenant has at
+//     most 4 pools (a fifth kind drops the one asked for least recently), each of at most its
+//     maxContainers. A call that chooses its own image, network or limits gets no pool. Containers
+//     of a runner that died are removed by the next one (their owner is gone).
 //
 // Pattern of use (ContainerPool):
 //   WarmPool warm(make, remove);
