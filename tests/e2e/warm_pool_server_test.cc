@@ -2,6 +2,7 @@
 // pooled container and drains its pool when it stops; the one-shot CLI keeps none; a crashed
 // server's pool is removed by the next one. (The claim itself: tests/integration/warm_pool_test.)
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <chrono>
 #include <set>
@@ -102,6 +103,24 @@ TEST_F(WarmPoolServer, ACrashedServersPoolIsRemovedByTheNextOne) {
   EXPECT_NE(Hostname("second"), orphan.substr(0, 12));
   std::string why;
   EXPECT_FALSE(ConnectToDocker(&why)->InspectContainer(orphan)) << "the orphan was left behind";
+}
+
+TEST_F(WarmPoolServer, AReloadDrainsThePoolOfTheOldConfig) {
+  StartServer();
+  Hostname("first");
+  ASSERT_FALSE(WaitPooled().empty());
+  Config(R"({"sandbox": {"scope": "session", "docker": {"image": "sandrun-sandbox:minimal",
+             "user": "1000:1000"}}})");
+  ::kill(server_pid_, SIGHUP);
+  bool drained = false;
+  for (int i = 0; i < 400 && !drained; ++i) {
+    drained = PooledIds().empty();
+    if (!drained) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(drained) << "the pool of the old config stayed";
+  // Without sandbox.pool nothing is kept warm any more.
+  Hostname("second");
+  EXPECT_TRUE(PooledIds().empty());
 }
 
 TEST_F(WarmPoolServer, DoctorSaysWhetherContainersAreKeptWarm) {

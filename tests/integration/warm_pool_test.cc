@@ -9,9 +9,11 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -20,6 +22,7 @@
 #include "sandbox/os/host_path.h"
 #include "tests/support/docker_env.h"
 #include "tests/support/mounts.h"
+#include "tests/support/process.h"
 
 namespace sandrun::testing {
 namespace {
@@ -300,6 +303,114 @@ TEST_F(WarmPoolTest, DrainAndTheOrphanSweepLeaveNothing) {
   executor_ = MakeExecutor();
   Ensure(Scope("b"));
   EXPECT_FALSE(client_->InspectContainer(*made)) << "the orphan was left behind";
+}
+
+TEST_F(WarmPoolTest, AMountWithinTheWorkdirMeansNoPool) {
+  exec::SandboxSpec tmpfs = Scope("t");
+  tmpfs.tmpfs.push_back("/workspace/secrets");
+  tmpfs.tmpfs_options["/workspace/secrets"] = "rw,nosuid,nodev,size=1m";
+  EXPECT_EQ(executor_->pool().WarmPoolReason(tmpfs),
+            "a tmpfs (/workspace/secrets) is mounted within the workdir");
+  exec::SandboxSpec bind = Scope("b");
+  bind.binds.push_back(exec::HostMountSpec{state_dir_, "/workspace/data", true, {}, ""});
+  EXPECT_EQ(executor_->pool().WarmPoolReason(bind),
+            "a bind (/workspace/data) is mounted within the workdir");
+  exec::SandboxSpec root = Scope("r");
+  root.workdir = "/";
+  EXPECT_NE(executor_->pool().WarmPoolReason(root), "");
+  EXPECT_EQ(executor_->pool().WarmPoolReason(Scope("ok")), "");
+  // Such scopes get containers made for them: their tmpfs is on top of the workspace.
+  Ensure(tmpfs);
+  exec::SandboxSpec second = tmpfs;
+  second.scope_key = "t2";
+  second.workspace_host_dir = state_dir_ + "/sandboxes/" + ScopeDirName("t2");
+  std::filesystem::create_directories(second.workspace_host_dir + "/secrets");
+  auto info = client_->InspectContainer(Ensure(second).id);
+  ASSERT_TRUE(info);
+  EXPECT_EQ(info->labels[exec::kScopeLabel], "t2") << "a pooled container was used";
+  EXPECT_EQ(Run(second, "grep -c ' /workspace/secrets tmpfs' /proc/mounts").aggregated, "1\n");
+}
+
+TEST_F(WarmPoolTest, AReadyContainerOfAnImageTheTagNoLongerNamesIsNotClaimed) {
+  const std::string tag = "sandrun-pooltest:" + std::to_string(::getpid());
+  // The engine's own API through curl (the client has no tag call: sandrun never tags).
+  const char* host = std::getenv("DOCKER_HOST");
+  const std::string socket = host != nullptr && std::string(host).rfind("unix://", 0) == 0
+                                 ? std::string(host).substr(7)
+                                 : "/var/run/docker.sock";
+  auto engine = [&](const std::string& method, const std::string& path) {
+    return RunProcess({"/usr/bin/curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}",
+                       "--unix-socket", socket, "-X", method, "http://engine" + path})
+        .out;
+  };
+  auto retag = [&](const std::string& image) {
+    return engine("POST", "/images/" + image + "/tag?repo=sandrun-pooltest&tag=" +
+                              std::to_string(::getpid())) == "201";
+  };
+  ASSERT_TRUE(retag("sandrun-sandbox:minimal"));
+  base_.image = tag;
+  Ensure(Scope("a"));
+  ASSERT_TRUE(WaitReady(1));
+  const std::string stale = *ReadyIds().begin();
+  ASSERT_TRUE(retag("sandrun-sandbox:bookworm"));  // a rebuilt image under the same tag
+  exec::EnsuredContainer got = Ensure(Scope("b"));
+  auto bookworm = client_->InspectImage("sandrun-sandbox:bookworm");
+  auto info = client_->InspectContainer(got.id);
+  (void)engine("DELETE", "/images/" + tag);
+  ASSERT_TRUE(bookworm && info);
+  EXPECT_NE(got.id, stale);
+  EXPECT_EQ(info->image, bookworm->id);
+  EXPECT_FALSE(client_->InspectContainer(stale)) << "the stale one was left behind";
+}
+
+TEST_F(WarmPoolTest, PoolOwnersAreKnownByPidAndStartTime) {
+  std::ifstream in("/proc/self/stat");
+  std::string stat;
+  std::getline(in, stat);
+  std::istringstream fields(stat.substr(stat.rfind(')') + 2));
+  std::string field;
+  for (int i = 3; i <= 22; ++i) fields >> field;
+  const std::string me = std::to_string(::getpid());
+  EXPECT_TRUE(exec::PoolOwnerAlive({{exec::kPoolOwnerLabel, me + ":" + field}}));
+  // The same pid with another start time is another process (a reused pid).
+  EXPECT_FALSE(exec::PoolOwnerAlive({{exec::kPoolOwnerLabel, me + ":1"}}));
+  EXPECT_FALSE(exec::PoolOwnerAlive({{exec::kPoolOwnerLabel, me}}));
+  EXPECT_FALSE(exec::PoolOwnerAlive({{exec::kPoolOwnerLabel, "999999999:1"}}));
+  EXPECT_FALSE(exec::PoolOwnerAlive({}));
+}
+
+TEST_F(WarmPoolTest, AClaimItsRunnerNeverFinishedIsSweptAFinishedOneStays) {
+  // Two containers of a dead runner's pool, both claimed: one renamed to its scope's name (the
+  // claim finished), one not (the runner died between the record and the rename).
+  auto orphan = [&](const std::string& name) {
+    docker::ContainerSpec spec;
+    spec.image = base_.image;
+    spec.cmd = {"sleep", "infinity"};
+    spec.labels = {{exec::kSandboxLabel, "1"},
+                   {exec::kInstanceLabel, base_.instance_id},
+                   {exec::kPoolLabel, "0123"},
+                   {exec::kPoolOwnerLabel, "999999999:1"}};
+    spec.host.network_mode = "none";
+    auto made = client_->CreateContainer(name, spec);
+    EXPECT_TRUE(made) << made.error().ToString();
+    return made ? *made : std::string();
+  };
+  const std::string tag = std::to_string(::getpid());
+  const std::string finished = orphan("sandrun-test-finished-" + tag);
+  const std::string half = orphan("sandrun-test-pool-half-" + tag);
+  ASSERT_TRUE(exec::SandboxRegistry(state_dir_).Update([&](exec::RegistryState& s) {
+    s.claims[finished] = exec::PoolClaim{"",  "done",        ScopeKeyHash("done"),          "r",
+                                         "c", exec::NowMs(), "sandrun-test-finished-" + tag};
+    s.claims[half] = exec::PoolClaim{"",  "half",        ScopeKeyHash("half"), "r",
+                                     "c", exec::NowMs(), "sandrun-sbx-half"};
+  }));
+  Ensure(Scope("b"));  // the first claim sweeps
+  EXPECT_TRUE(client_->InspectContainer(finished));
+  EXPECT_FALSE(client_->InspectContainer(half)) << "the half-claimed one was left behind";
+  auto registry = exec::SandboxRegistry(state_dir_).Load();
+  ASSERT_TRUE(registry);
+  EXPECT_EQ(registry->claims.count(half), 0u);
+  EXPECT_EQ(registry->claims.count(finished), 1u);
 }
 
 }  // namespace

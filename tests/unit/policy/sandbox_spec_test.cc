@@ -826,6 +826,29 @@ TEST(Spec, CallChoicesWithinTheAllowList) {
   ASSERT_TRUE(BuildSandboxSpec(f.Ctx(), same).has_value());
 }
 
+// The warm pool keeps the configured kinds of sandbox only: a call's own choice gets none.
+TEST(Spec, ACallsOwnImageOrLimitsGetNoWarmPool) {
+  SpecFixture f;
+  f.settings.sandbox.pool = config::PoolSettings{2, 4, 60000};
+  f.settings.sandbox.allow.pids = 1024;
+  f.settings.sandbox.allow.images = {"sandrun-sandbox:minimal"};
+  ExecRequest plain;
+  Result<exec::SandboxSpec> configured = BuildSandboxSpec(f.Ctx(), plain);
+  ASSERT_TRUE(configured.has_value()) << configured.error().message;
+  EXPECT_EQ(configured->pool.min, 2);
+  EXPECT_EQ(configured->pool.max, 4);
+  EXPECT_EQ(configured->pool.idle_ttl_ms, 60000);
+  ExecRequest same;  // naming the configured value is no choice of its own
+  same.pids = configured->pids_limit;
+  EXPECT_TRUE(BuildSandboxSpec(f.Ctx(), same)->pool.enabled());
+  ExecRequest pids;
+  pids.pids = 300;
+  EXPECT_FALSE(BuildSandboxSpec(f.Ctx(), pids)->pool.enabled());
+  ExecRequest image;
+  image.image = "sandrun-sandbox:minimal";
+  EXPECT_FALSE(BuildSandboxSpec(f.Ctx(), image)->pool.enabled());
+}
+
 TEST(Spec, CallChoicesBeyondTheAllowListAreRefusedNamingTheKey) {
   SpecFixture f;
   struct Case {
