@@ -96,6 +96,22 @@ class WarmPoolTest : public ::testing::Test {
     return false;
   }
 
+  // A pool container as a runner that died left it (its owner is no process), named
+  // `name_stem` + this test's pid; its id.
+  std::string DeadRunnersContainer(const std::string& name_stem) {
+    docker::ContainerSpec spec;
+    spec.image = base_.image;
+    spec.cmd = {"sleep", "infinity"};
+    spec.labels = {{exec::kSandboxLabel, "1"},
+                   {exec::kInstanceLabel, base_.instance_id},
+                   {exec::kPoolLabel, "0123"},
+                   {exec::kPoolOwnerLabel, "999999999:1"}};
+    spec.host.network_mode = "none";
+    auto made = client_->CreateContainer(name_stem + std::to_string(::getpid()), spec);
+    EXPECT_TRUE(made) << made.error().ToString();
+    return made ? *made : std::string();
+  }
+
   exec::ExecOutcome Run(const exec::SandboxSpec& spec, const std::string& command) {
     exec::Plan plan;
     plan.target = exec::Target::kSandbox;
@@ -290,19 +306,11 @@ TEST_F(WarmPoolTest, DrainAndTheOrphanSweepLeaveNothing) {
   EXPECT_TRUE(MountPointsBelow(state_dir_ + "/pool").empty());
 
   // A ready container whose runner died (its owner is no process) goes at the next claim.
-  docker::ContainerSpec orphan;
-  orphan.image = base_.image;
-  orphan.cmd = {"sleep", "infinity"};
-  orphan.labels = {{exec::kSandboxLabel, "1"},
-                   {exec::kInstanceLabel, base_.instance_id},
-                   {exec::kPoolLabel, "0123"},
-                   {exec::kPoolOwnerLabel, "999999999:dead"}};
-  orphan.host.network_mode = "none";
-  auto made = client_->CreateContainer("sandrun-test-orphan-" + std::to_string(::getpid()), orphan);
-  ASSERT_TRUE(made) << made.error().ToString();
+  const std::string orphan = DeadRunnersContainer("sandrun-test-orphan-");
+  ASSERT_FALSE(orphan.empty());
   executor_ = MakeExecutor();
   Ensure(Scope("b"));
-  EXPECT_FALSE(client_->InspectContainer(*made)) << "the orphan was left behind";
+  EXPECT_FALSE(client_->InspectContainer(orphan)) << "the orphan was left behind";
 }
 
 TEST_F(WarmPoolTest, AMountWithinTheWorkdirMeansNoPool) {
@@ -382,22 +390,9 @@ TEST_F(WarmPoolTest, PoolOwnersAreKnownByPidAndStartTime) {
 TEST_F(WarmPoolTest, AClaimItsRunnerNeverFinishedIsSweptAFinishedOneStays) {
   // Two containers of a dead runner's pool, both claimed: one renamed to its scope's name (the
   // claim finished), one not (the runner died between the record and the rename).
-  auto orphan = [&](const std::string& name) {
-    docker::ContainerSpec spec;
-    spec.image = base_.image;
-    spec.cmd = {"sleep", "infinity"};
-    spec.labels = {{exec::kSandboxLabel, "1"},
-                   {exec::kInstanceLabel, base_.instance_id},
-                   {exec::kPoolLabel, "0123"},
-                   {exec::kPoolOwnerLabel, "999999999:1"}};
-    spec.host.network_mode = "none";
-    auto made = client_->CreateContainer(name, spec);
-    EXPECT_TRUE(made) << made.error().ToString();
-    return made ? *made : std::string();
-  };
   const std::string tag = std::to_string(::getpid());
-  const std::string finished = orphan("sandrun-test-finished-" + tag);
-  const std::string half = orphan("sandrun-test-pool-half-" + tag);
+  const std::string finished = DeadRunnersContainer("sandrun-test-finished-");
+  const std::string half = DeadRunnersContainer("sandrun-test-pool-half-");
   ASSERT_TRUE(exec::SandboxRegistry(state_dir_).Update([&](exec::RegistryState& s) {
     s.claims[finished] = exec::PoolClaim{"",  "done",        ScopeKeyHash("done"),          "r",
                                          "c", exec::NowMs(), "sandrun-test-finished-" + tag};
