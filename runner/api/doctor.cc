@@ -225,8 +225,8 @@ DoctorCheck WarmPoolCheck(bool engine_is_local, const config::Config* cfg) {
   return Check("warm-pool", Level::kOk,
                "a running server keeps " + std::to_string(pool.min) + " (up to " +
                    std::to_string(std::max(pool.min, pool.max)) +
-                   " under demand) started containers of each kind of sandbox for new scopes; "
-                   "the one-shot CLI keeps none");
+                   " under demand) started containers of each kind of sandbox for new scopes "
+                   "(only `sandrun serve` keeps them)");
 }
 
 void EngineChecks(std::vector<DoctorCheck>& checks, const std::vector<ImageUse>& images,

@@ -282,7 +282,7 @@ namespace {
 // or keeps them by the same option).
 void RegisterExecutors(exec::ExecutorRegistry& registry, const GlobalOptions& global,
                        const std::string& state_dir, const std::string& socket,
-                       bool die_with_runner, bool one_shot) {
+                       bool die_with_runner, bool warm_pools) {
   // Host commands must not reach this server's socket, the state dir or the engine.
   exec::HostExecutor::Options host_options = HostExecutorOptions(
       global, state_dir, socket.empty() ? std::vector<std::string>{} : std::vector{socket});
@@ -291,9 +291,10 @@ void RegisterExecutors(exec::ExecutorRegistry& registry, const GlobalOptions& gl
       exec::Target::kGateway, [host_options]() -> Result<std::shared_ptr<exec::Executor>> {
         return std::shared_ptr<exec::Executor>(std::make_shared<exec::HostExecutor>(host_options));
       });
-  // Warm pools (sandbox.pool) only where something drains them: a long-running runtime.
+  // Warm pools (sandbox.pool) only in the server: it drains them, and it serves new scopes (an
+  // in-process MCP server serves its one --session: its pool would only wait).
   registry.Register(exec::Target::kSandbox,
-                    [warm_pool = !one_shot]() -> Result<std::shared_ptr<exec::Executor>> {
+                    [warm_pool = warm_pools]() -> Result<std::shared_ptr<exec::Executor>> {
                       SANDRUN_ASSIGN_OR_RETURN(auto client, docker::Client::FromEnvironment());
                       auto executor = std::make_shared<exec::DockerExecutor>(std::move(client));
                       if (warm_pool) executor->pool().EnableWarmPool();
@@ -312,7 +313,7 @@ Result<std::unique_ptr<Runtime>> Runtime::Start(const GlobalOptions& global, Opt
     // Nothing is created here: a call that cannot resolve the state dir says so itself.
     impl->state_dir = config::StateDirPath().value_or(std::string());
     RegisterExecutors(impl->executors, global, impl->state_dir, "", /*die_with_runner=*/true,
-                      /*one_shot=*/true);
+                      /*warm_pools=*/false);
     impl->audit = AuditTrail::Open(impl->state_dir, /*required=*/false).value();
     return std::unique_ptr<Runtime>(new Runtime(std::move(impl)));
   }
@@ -347,7 +348,7 @@ Result<std::unique_ptr<Runtime>> Runtime::Start(const GlobalOptions& global, Opt
   SANDRUN_ASSIGN_OR_RETURN(impl->events, EventHub::Open(impl->sessions_root + "/events"));
   SANDRUN_ASSIGN_OR_RETURN(impl->audit, AuditTrail::Open(impl->state_dir, /*required=*/true));
   RegisterExecutors(impl->executors, global, impl->state_dir, options.socket,
-                    !options.keep_host_processes, /*one_shot=*/false);
+                    !options.keep_host_processes, /*warm_pools=*/!options.private_sessions);
   // The operator hears at once when no sandbox call can work (it is retried on each call).
   if (auto docker = impl->executors.For(exec::Target::kSandbox); !docker) {
     PrintWarning("sandbox calls will fail: " + docker.error().ToString());
@@ -714,7 +715,9 @@ std::string Runtime::MetricsText(const TenantFilter& filter) const {
         // As the quotas count: a warm-pool container is nobody's until claimed.
         const auto registry = exec::SandboxRegistry(impl_->state_dir).Load();
         for (const auto& c : *list) {
-          if (registry && exec::IsUnclaimedPoolContainer(c.id, c.labels, *registry)) continue;
+          if (registry && exec::IsUnclaimedPoolContainer(
+                              c.id, c.names.empty() ? "" : c.names.front(), c.labels, *registry))
+            continue;
           auto it = c.labels.find(exec::kTenantLabel);
           ++by[it == c.labels.end() ? std::string() : it->second];
         }

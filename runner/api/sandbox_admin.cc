@@ -20,6 +20,10 @@ RuntimeReply Failed(const Error& e) {
   return {500, RenderToolError(Error(ErrorCode::kInternal, "sandboxes: " + e.ToString()))};
 }
 
+std::string NameOf(const docker::ContainerSummary& c) {
+  return c.names.empty() ? c.id : c.names.front();
+}
+
 struct TenantContainers {
   std::shared_ptr<docker::Client> client;
   std::string instance;
@@ -57,16 +61,13 @@ std::optional<TenantContainers> Load(const std::string& state_dir, const std::st
   for (auto& c : *listed) {
     auto label = c.labels.find(exec::kTenantLabel);
     const std::string owner = label == c.labels.end() ? "" : label->second;
-    if (owner != tenant || exec::IsUnclaimedPoolContainer(c.id, c.labels, registry)) continue;
+    if (owner != tenant || exec::IsUnclaimedPoolContainer(c.id, NameOf(c), c.labels, registry))
+      continue;
     auto scope = exec::ScopeOf(c.id, c.labels, registry);
     out.scopes.push_back(scope ? scope->scope_key : "");
     out.containers.push_back(std::move(c));
   }
   return out;
-}
-
-std::string NameOf(const docker::ContainerSummary& c) {
-  return c.names.empty() ? c.id : c.names.front();
 }
 
 }  // namespace

@@ -112,7 +112,9 @@ int RunSandboxCommand(const GlobalOptions& global, const SandboxCommand& cmd) {
   // The scope a container is (its labels, or its claim record), "(warm pool)" for one no scope
   // has claimed yet.
   auto scope_of = [&](const docker::ContainerSummary& c) -> std::string {
-    if (exec::IsUnclaimedPoolContainer(c.id, c.labels, state)) return "(warm pool)";
+    if (exec::IsUnclaimedPoolContainer(c.id, c.names.empty() ? "" : c.names.front(), c.labels,
+                                       state))
+      return "(warm pool)";
     auto scope = exec::ScopeOf(c.id, c.labels, state);
     return scope ? scope->scope_key : "";
   };

@@ -92,7 +92,7 @@ TEST_F(WarmPoolServer, TheOneShotCliKeepsNoPool) {
   EXPECT_TRUE(PooledIds().empty());
 }
 
-TEST_F(WarmPoolServer, ACrashedServersPoolIsRemovedByTheNextOne) {
+TEST_F(WarmPoolServer, ACrashedServersPoolIsRemovedByTheNextOneOrAPrune) {
   StartServer();
   Hostname("first");
   const std::string orphan = WaitPooled();
@@ -103,6 +103,14 @@ TEST_F(WarmPoolServer, ACrashedServersPoolIsRemovedByTheNextOne) {
   EXPECT_NE(Hostname("second"), orphan.substr(0, 12));
   std::string why;
   EXPECT_FALSE(ConnectToDocker(&why)->InspectContainer(orphan)) << "the orphan was left behind";
+  // Without a new scope: `sandbox prune` removes a dead server's ready containers too.
+  const std::string next = WaitPooled();
+  ASSERT_FALSE(next.empty());
+  CrashServer();
+  auto pruned = Sandrun({"sandbox", "prune"});
+  EXPECT_EQ(pruned.exit_code, 0) << pruned.err;
+  EXPECT_FALSE(ConnectToDocker(&why)->InspectContainer(next)) << "prune left it behind";
+  EXPECT_TRUE(MountPointsBelow(home_ + "/pool").empty());
 }
 
 TEST_F(WarmPoolServer, AReloadDrainsThePoolOfTheOldConfig) {

@@ -82,7 +82,8 @@ class WarmPoolTest : public ::testing::Test {
     auto registry = exec::SandboxRegistry(state_dir_).Load().value_or(exec::RegistryState{});
     if (!list) return ids;
     for (const auto& c : *list) {
-      if (exec::IsUnclaimedPoolContainer(c.id, c.labels, registry)) ids.insert(c.id);
+      if (exec::IsUnclaimedPoolContainer(c.id, c.names.front(), c.labels, registry))
+        ids.insert(c.id);
     }
     return ids;
   }
@@ -97,8 +98,8 @@ class WarmPoolTest : public ::testing::Test {
   }
 
   // A pool container as a runner that died left it (its owner is no process), named
-  // `name_stem` + this test's pid; its id.
-  std::string DeadRunnersContainer(const std::string& name_stem) {
+  // `name_stem` + this test's pid + `suffix`; its id.
+  std::string DeadRunnersContainer(const std::string& name_stem, const std::string& suffix = "") {
     docker::ContainerSpec spec;
     spec.image = base_.image;
     spec.cmd = {"sleep", "infinity"};
@@ -107,7 +108,7 @@ class WarmPoolTest : public ::testing::Test {
                    {exec::kPoolLabel, "0123"},
                    {exec::kPoolOwnerLabel, "999999999:1"}};
     spec.host.network_mode = "none";
-    auto made = client_->CreateContainer(name_stem + std::to_string(::getpid()), spec);
+    auto made = client_->CreateContainer(name_stem + std::to_string(::getpid()) + suffix, spec);
     EXPECT_TRUE(made) << made.error().ToString();
     return made ? *made : std::string();
   }
@@ -305,12 +306,16 @@ TEST_F(WarmPoolTest, DrainAndTheOrphanSweepLeaveNothing) {
   // The last slot gone, <state>/pool is no mount any more.
   EXPECT_TRUE(MountPointsBelow(state_dir_ + "/pool").empty());
 
-  // A ready container whose runner died (its owner is no process) goes at the next claim.
-  const std::string orphan = DeadRunnersContainer("sandrun-test-orphan-");
+  // A ready container whose runner died (its owner is no process) goes at the next claim. One
+  // that got a scope's name is never taken for unclaimed, even without its claim record (a
+  // registry set aside as corrupt): it stays.
+  const std::string orphan = DeadRunnersContainer("sandrun-test-orphan-", "-pool-0123456789ab");
+  const std::string renamed = DeadRunnersContainer("sandrun-test-renamed-", "-scope-0123abcd");
   ASSERT_FALSE(orphan.empty());
   executor_ = MakeExecutor();
   Ensure(Scope("b"));
   EXPECT_FALSE(client_->InspectContainer(orphan)) << "the orphan was left behind";
+  EXPECT_TRUE(client_->InspectContainer(renamed)) << "a renamed one was taken for unclaimed";
 }
 
 TEST_F(WarmPoolTest, AMountWithinTheWorkdirMeansNoPool) {

@@ -76,11 +76,18 @@ bool PoolOwnerAlive(const std::map<std::string, std::string>& labels) {
   return ProcessIdentity(pid) == owner;
 }
 
-bool IsUnclaimedPoolContainer(const std::string& id,
+bool IsPoolName(const std::string& name) {
+  const size_t at = name.rfind("pool-");
+  return at != std::string::npos && name.size() == at + 5 + 12 &&
+         name.find_first_not_of("0123456789abcdef", at + 5) == std::string::npos &&
+         (at == 0 || name[at - 1] == '-');
+}
+
+bool IsUnclaimedPoolContainer(const std::string& id, const std::string& name,
                               const std::map<std::string, std::string>& labels,
                               const RegistryState& registry) {
   return labels.count(kPoolLabel) > 0 && labels.count(kScopeLabel) == 0 &&
-         registry.claims.count(id) == 0;
+         registry.claims.count(id) == 0 && IsPoolName(name);
 }
 
 namespace {
@@ -201,18 +208,29 @@ void ContainerPool::SweepOrphanedPool(const SandboxSpec& spec) {
       {std::string(kInstanceLabel) + "=" + spec.instance_id, kPoolLabel}, /*all=*/true);
   auto registry = SandboxRegistry(spec.state_dir).Load();
   if (!containers || !registry) return;  // unknown claims: nothing is taken for unclaimed
-  for (const auto& c : *containers) {
-    if (PoolOwnerAlive(c.labels)) continue;
-    // Its runner died before a claim completed: a claim record whose container never got the
-    // scope's name (the scope makes another one), or no claim at all.
-    auto claim = registry->claims.find(c.id);
+  SweepDeadRunners(spec.state_dir, *registry, &*containers);
+}
+
+void ContainerPool::SweepDeadRunners(const std::string& state_dir, const RegistryState& registry,
+                                     std::vector<docker::ContainerSummary>* containers) {
+  std::vector<std::string> claims_gone;
+  std::erase_if(*containers, [&](const docker::ContainerSummary& c) {
+    if (c.labels.count(kPoolLabel) == 0 || PoolOwnerAlive(c.labels)) return false;
+    // Its runner died before a claim completed: still its pool name and no claim, or a claim
+    // record whose container never got the scope's name (the scope makes another one).
     const std::string name = c.names.empty() ? "" : c.names.front();
-    if (claim != registry->claims.end() && claim->second.name == name) continue;
-    RemovePooled(spec.state_dir, c.id, AgentDirOf(spec.state_dir, c.labels));
-    if (claim != registry->claims.end()) {
-      (void)SandboxRegistry(spec.state_dir).Update([&](RegistryState& s) { s.claims.erase(c.id); });
-    }
-  }
+    auto claim = registry.claims.find(c.id);
+    const bool unclaimed = IsUnclaimedPoolContainer(c.id, name, c.labels, registry);
+    const bool half_claimed = claim != registry.claims.end() && claim->second.name != name;
+    if (!unclaimed && !half_claimed) return false;
+    RemovePooled(state_dir, c.id, AgentDirOf(state_dir, c.labels));
+    if (half_claimed) claims_gone.push_back(c.id);
+    return true;
+  });
+  if (claims_gone.empty()) return;
+  (void)SandboxRegistry(state_dir).Update([&](RegistryState& s) {
+    for (const std::string& id : claims_gone) s.claims.erase(id);
+  });
 }
 
 std::optional<EnsuredContainer> ContainerPool::Claim(const SandboxSpec& spec,

@@ -396,7 +396,8 @@ Result<EnsuredContainer> ContainerPool::CreateWithinQuota(const SandboxSpec& spe
   auto registry = SandboxRegistry(spec.state_dir).Load();
   const auto count = static_cast<int64_t>(
       std::count_if(held->begin(), held->end(), [&](const docker::ContainerSummary& c) {
-        return !registry || !IsUnclaimedPoolContainer(c.id, c.labels, *registry);
+        return !registry || !IsUnclaimedPoolContainer(c.id, c.names.empty() ? "" : c.names.front(),
+                                                      c.labels, *registry);
       }));
   if (count >= spec.max_containers) {
     return Error::Refusal(
@@ -563,7 +564,7 @@ Result<EnsuredContainer> ContainerPool::EnsureNamed(const SandboxSpec& spec,
   return Ensured(name, *info, spec);
 }
 
-void ContainerPool::RemoveIfExhausted(const std::string& container,
+void ContainerPool::RemoveIfExhausted(const std::string& state_dir, const std::string& container,
                                       std::vector<std::string>* warnings) {
   // A long or killed run may have left orphans behind (a fork bomb's children are reparented to
   // the container's init, out of reach of the tree kill): if they hold the pids limit, the
@@ -586,8 +587,12 @@ void ContainerPool::RemoveIfExhausted(const std::string& container,
                         std::to_string(limit) +
                         " processes left after the command; removed it (the next call gets a "
                         "fresh one).");
-    // Its agent directory goes with the next sweep (only its name is known here).
-    (void)client_->RemoveContainer(container, true);
+    // Its agent directory (and a pooled container's workspace slot, which holds the scope's
+    // workspace mounted) goes with it.
+    auto info = client_->InspectContainer(container);
+    if (client_->RemoveContainer(container, true) && info) {
+      RemoveAgentDir(state_dir, AgentDirOf(state_dir, info->labels));
+    }
   }
 }
 
@@ -603,8 +608,8 @@ Result<std::vector<std::string>> ContainerPool::Prune(const std::string& instanc
   std::vector<std::string> removed;
   for (const auto& c : containers) {
     // A running runner's warm pool is its own to trim (warm_pool.h); a dead one's is pruned.
-    if (IsUnclaimedPoolContainer(c.id, c.labels, state) && PoolOwnerAlive(c.labels)) continue;
     std::string name = c.names.empty() ? c.id : c.names.front();
+    if (IsUnclaimedPoolContainer(c.id, name, c.labels, state) && PoolOwnerAlive(c.labels)) continue;
     int64_t created = ParseInt(c.labels.count(kCreatedAtLabel) ? c.labels.at(kCreatedAtLabel) : "");
     if (created == 0) created = c.created * 1000;
     int64_t last_used = created;
@@ -676,6 +681,7 @@ Status ContainerPool::ReleaseIdleScratch(const std::string& instance_id,
                                                /*all=*/true));
   SandboxRegistry registry(state_dir);
   SANDRUN_ASSIGN_OR_RETURN(RegistryState state, registry.Load());
+  SweepDeadRunners(state_dir, state, &containers);
   std::set<std::string> live;
   std::set<std::string> ids;
   std::vector<std::string> live_agents;

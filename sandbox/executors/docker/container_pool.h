@@ -63,10 +63,14 @@ struct ContainerScope {
 std::optional<ContainerScope> ScopeOf(const std::string& id,
                                       const std::map<std::string, std::string>& labels,
                                       const RegistryState& registry);
-// Whether it is a pool container no scope has claimed (not counted against any quota).
-bool IsUnclaimedPoolContainer(const std::string& id,
+// Whether it is a pool container no scope has claimed (not counted against any quota): pool
+// labels, no claim record, and still its pool name (`name`, the engine's; a container that got
+// a scope's name is never taken for unclaimed, even if its record were lost).
+bool IsUnclaimedPoolContainer(const std::string& id, const std::string& name,
                               const std::map<std::string, std::string>& labels,
                               const RegistryState& registry);
+// The name a pool container is made under: ...pool-<12 hex digits> (no scope's name ends so).
+bool IsPoolName(const std::string& name);
 // Whether the process that made a pool container (kPoolOwnerLabel) still runs.
 bool PoolOwnerAlive(const std::map<std::string, std::string>& labels);
 
@@ -141,13 +145,14 @@ class ContainerPool {
                                                const std::string& scope_key,
                                                const std::string& scratch_dir, bool with_rm_scopes);
   // Detaches the host-side scratch mounts (host_mounts.h) of scopes of this instance that have
-  // no container left.
+  // no container left, after removing the warm-pool containers of runners that died.
   Status ReleaseIdleScratch(const std::string& instance_id, const std::string& state_dir);
   // Prune at most every 5 minutes (tracked in the registry); errors are ignored.
   void MaybePrune(const SandboxSpec& spec);
   // Health after a long or killed run: removes the container (with a warning) when processes
   // left behind hold three quarters of its pids limit or more, so the next call gets a fresh one.
-  void RemoveIfExhausted(const std::string& container, std::vector<std::string>* warnings);
+  void RemoveIfExhausted(const std::string& state_dir, const std::string& container,
+                         std::vector<std::string>* warnings);
   // The exec wrapper this pool mounts into the containers it creates (unusable: none).
   const ExecWrapper& exec_wrapper() const { return exec_wrapper_; }
   // Why containers for `spec` get no agent ("" when they do: the fast path).
@@ -193,6 +198,10 @@ class ContainerPool {
                     const std::string& agent_dir);
   // Pool containers of runners that died, removed once per state dir by this process.
   void SweepOrphanedPool(const SandboxSpec& spec);
+  // Removes the pool containers of `containers` whose runner died before they were claimed or
+  // before their claim completed (and drops them from the list).
+  void SweepDeadRunners(const std::string& state_dir, const RegistryState& registry,
+                        std::vector<docker::ContainerSummary>* containers);
   // Runs the spec's setup command in a new container; on failure removes it.
   Status RunSetup(const SandboxSpec& spec, const std::string& id);
   // Ensures the container under one candidate name; `taken` is set (and nothing done) when the

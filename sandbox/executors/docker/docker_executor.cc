@@ -122,7 +122,7 @@ void DockerExecutor::Complete(const Plan& plan, const std::string& container,
   const bool ended_itself = outcome->status == ExecOutcome::Status::kExited ||
                             outcome->status == ExecOutcome::Status::kSignaled;
   if (!ended_itself || outcome->duration_ms >= 1000) {
-    pool_.RemoveIfExhausted(container, &outcome->warnings);
+    pool_.RemoveIfExhausted(plan.sandbox.state_dir, container, &outcome->warnings);
   }
   pool_.MaybePrune(plan.sandbox);
 }

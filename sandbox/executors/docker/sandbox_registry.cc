@@ -144,9 +144,11 @@ Status SandboxRegistry::UpdateWith(void (*fn)(RegistryState&, void*), void* ctx)
     std::rename(path_.c_str(), aside.c_str());
     state = RegistryState{};
   }
+  const std::map<std::string, PoolClaim> claims = state->claims;
   fn(*state, ctx);
-  // Not fsync'd: losing a last-used time in a crash only delays a prune.
-  return WriteFileAtomic(path_, Serialize(*state), 0600, /*durable=*/false);
+  // A last-used time lost in a crash only delays a prune: not fsync'd. A claim record is whose
+  // a container is: fsync'd whenever the claims changed.
+  return WriteFileAtomic(path_, Serialize(*state), 0600, /*durable=*/state->claims != claims);
 }
 
 }  // namespace sandrun::exec

@@ -35,6 +35,7 @@ struct PoolClaim {
   std::string config_hash;  // ConfigHash of the scope's spec
   int64_t claimed_at_ms = 0;
   std::string name;  // the scope's container name it was claimed under
+  bool operator==(const PoolClaim&) const = default;
 };
 
 struct RegistryState {

@@ -89,8 +89,11 @@ void WarmPool::Loop() {
         it = pools_.erase(it);
         continue;
       }
-      if (make_key.empty() && !pool.making && now >= pool.retry_at_ms &&
-          static_cast<int64_t>(pool.ready.size()) < target) {
+      // Round robin: of the pools below target, the one served longest ago (one tenant's
+      // stream of new scopes does not starve the others' pools).
+      if (!pool.making && now >= pool.retry_at_ms &&
+          static_cast<int64_t>(pool.ready.size()) < target &&
+          (make_key.empty() || pool.served_at_ms < pools_[make_key].served_at_ms)) {
         make_key = it->first;
       }
       ++it;
@@ -102,6 +105,7 @@ void WarmPool::Loop() {
     SandboxSpec spec;
     if (!make_key.empty()) {
       pools_[make_key].making = true;
+      pools_[make_key].served_at_ms = now;
       spec = pools_[make_key].spec;
     }
     lock.unlock();

@@ -12,7 +12,7 @@
 //   - A claim takes it out of the pool for good: the claim record (the scope in full) goes to
 //     the root-only registry before the container is renamed to the scope's name and before its
 //     first command. A claimed container is the scope's like any other and never goes back.
-//   - Only long-running runners (the server, the in-process MCP server) keep pools; a pool is
+//   - Only the server keeps pools (the in-process MCP server serves one scope); a pool is
 //     made on the first claim of its kind, refilled in the background to `min` (more, up to
 //     `max`, when that many were claimed within idle_ttl_ms), trimmed back to `min` after
 //     idle_ttl_ms, renewed after an hour, dropped when its kind has not been asked for within
@@ -81,7 +81,8 @@ class WarmPool {
     std::deque<PooledContainer> ready;
     std::deque<int64_t> claimed_at;  // claims within the TTL
     int64_t asked_at_ms = 0;
-    int64_t retry_at_ms = 0;  // after a failure to make one
+    int64_t retry_at_ms = 0;   // after a failure to make one
+    int64_t served_at_ms = 0;  // when the refiller last made one for it
     bool making = false;
   };
   void Loop();
