@@ -91,7 +91,7 @@ class WarmPoolTest : public ::testing::Test {
   // Waits (up to 60 s) until the pool has `n` ready containers.
   bool WaitReady(size_t n) {
     for (int i = 0; i < 1200; ++i) {
-      if (executor_->pool().WarmPoolReady() >= n) return true;
+      if (executor_->pool().WarmPoolStats().ready >= n) return true;
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     return false;
@@ -251,6 +251,15 @@ TEST_F(WarmPoolTest, ReadyContainersCountAgainstNoQuotaUntilClaimed) {
   ASSERT_FALSE(third);
   EXPECT_NE(third.error().ToString().find("already has 2 of its 2"), std::string::npos)
       << third.error().ToString();
+  // At its quota the tenant could claim none: the pool is not refilled (the ready one stays).
+  bool refused = false;
+  for (int i = 0; i < 1200 && !refused; ++i) {
+    refused =
+        executor_->pool().WarmPoolStats().last_error.find("maxContainers") != std::string::npos;
+    if (!refused) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(refused) << executor_->pool().WarmPoolStats().last_error;
+  EXPECT_EQ(ReadyIds().size(), 1u);
 }
 
 TEST_F(WarmPoolTest, AContainerWithoutAClaimIsNobodysWhateverItsName) {

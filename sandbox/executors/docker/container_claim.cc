@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <utility>
 
@@ -157,9 +158,13 @@ void ContainerPool::ResetWarmPool() {
   EnableWarmPool();
 }
 
-size_t ContainerPool::WarmPoolReady() {
-  std::lock_guard<std::mutex> lock(warm_mu_);
-  return warm_ ? warm_->stats().ready : 0;
+WarmPool::Stats ContainerPool::WarmPoolStats() {
+  std::shared_ptr<WarmPool> warm;
+  {
+    std::lock_guard<std::mutex> lock(warm_mu_);
+    warm = warm_;
+  }
+  return warm ? warm->stats() : WarmPool::Stats{};
 }
 
 std::string ContainerPool::WarmPoolReason(const SandboxSpec& spec) const {
@@ -185,6 +190,23 @@ std::string ContainerPool::WarmPoolReason(const SandboxSpec& spec) const {
 
 Result<PooledContainer> ContainerPool::MakePooled(const SandboxSpec& pool_spec,
                                                   const std::string& key) {
+  if (!pool_spec.tenant.empty() && pool_spec.max_containers > 0) {
+    // A tenant at its quota could claim none: no more are made for it (those ready stay).
+    auto held = client_->ListContainers({std::string(kInstanceLabel) + "=" + pool_spec.instance_id,
+                                         std::string(kTenantLabel) + "=" + pool_spec.tenant},
+                                        /*all=*/true);
+    if (!held) return Error(ErrorCode::kIo, "cannot count the tenant's containers");
+    // Every one of its containers but those waiting in this pool: a container being claimed
+    // right now has no claim record yet, and is the tenant's all the same.
+    const std::set<std::string> waiting = WarmPoolStats().ready_ids;
+    const auto claimed = std::count_if(held->begin(), held->end(),
+                                       [&](const auto& c) { return waiting.count(c.id) == 0; });
+    if (claimed >= pool_spec.max_containers) {
+      return Error(ErrorCode::kConflict, "tenant \"" + pool_spec.tenant + "\" holds its " +
+                                             std::to_string(pool_spec.max_containers) +
+                                             " containers (maxContainers): no warm one is made");
+    }
+  }
   SANDRUN_ASSIGN_OR_RETURN(std::string random, RandomHex(6));
   const std::string name = PoolName(pool_spec, random);
   SANDRUN_ASSIGN_OR_RETURN(EnsuredContainer made,

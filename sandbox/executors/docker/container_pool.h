@@ -167,8 +167,9 @@ class ContainerPool {
   // Why new scopes of `spec` would get no pooled container even in a runner that keeps warm
   // pools ("" when they can).
   std::string WarmPoolReason(const SandboxSpec& spec) const;
-  // Ready containers in the warm pools now (0 without them).
-  size_t WarmPoolReady();
+  // The warm pools now: kinds, ready containers, the last failure to make one (all empty
+  // without them).
+  WarmPool::Stats WarmPoolStats();
 
   // The container EnsureContainer found for this spec's scope (instance, tenant and key in
   // full) within the last 30 s, when it has an agent and the spec's reach and config hashes

@@ -159,7 +159,10 @@ WarmPool::Stats WarmPool::stats() {
   std::lock_guard<std::mutex> lock(mu_);
   Stats s;
   s.pools = pools_.size();
-  for (const auto& [key, pool] : pools_) s.ready += pool.ready.size();
+  for (const auto& [key, pool] : pools_) {
+    s.ready += pool.ready.size();
+    for (const PooledContainer& c : pool.ready) s.ready_ids.insert(c.id);
+  }
   s.last_error = last_error_;
   return s;
 }

@@ -34,6 +34,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -71,7 +72,8 @@ class WarmPool {
   struct Stats {
     size_t pools = 0;
     size_t ready = 0;
-    std::string last_error;  // the last failure to make a container ("" if none)
+    std::string last_error;           // the last failure to make a container ("" if none)
+    std::set<std::string> ready_ids;  // the ready containers' ids
   };
   Stats stats();
 
