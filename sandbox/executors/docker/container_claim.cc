@@ -5,15 +5,14 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <fstream>
 #include <set>
-#include <sstream>
 #include <utility>
 
 #include "sandbox/base/sha256.h"
 #include "sandbox/base/slug.h"
 #include "sandbox/executors/docker/container_pool.h"
 #include "sandbox/executors/docker/exec_wrapper.h"
+#include "sandbox/os/proc_table.h"
 #include "sandbox/os/random.h"
 
 namespace sandrun::exec {
@@ -47,21 +46,13 @@ std::optional<ContainerScope> ScopeOf(const std::string& id,
 
 namespace {
 
-// "<pid>:<start time>" of process `pid` (field 22 of /proc/<pid>/stat, clock ticks since boot):
-// a pid reused by another process (a restarted server that is pid 1 of its namespace) has
-// another start time. "" when there is no such process.
-std::string ProcessIdentity(const std::string& pid) {
-  std::ifstream in("/proc/" + pid + "/stat");
-  std::string stat;
-  std::getline(in, stat);
-  const size_t paren = stat.rfind(')');
-  if (paren == std::string::npos) return "";
-  std::istringstream fields(stat.substr(paren + 2));
-  std::string field;
-  for (int i = 3; i <= 22 && fields >> field; ++i) {
-    if (i == 22) return pid + ":" + field;
-  }
-  return "";
+// "<pid>:<start time>" of process `pid` (its start after boot in clock ticks, proc_table.h): a
+// pid reused by another process (a restarted server that is pid 1 of its namespace) has another
+// start time. "" when there is no such process.
+std::string ProcessIdentity(pid_t pid) {
+  const std::optional<ProcStat> stat = ReadProcStat(pid);
+  if (!stat || stat->dead()) return "";
+  return std::to_string(pid) + ":" + std::to_string(stat->start_ticks);
 }
 
 }  // namespace
@@ -74,7 +65,7 @@ bool PoolOwnerAlive(const std::map<std::string, std::string>& labels) {
   if (pid.empty() || pid.size() > 9 || pid.find_first_not_of("0123456789") != std::string::npos) {
     return false;
   }
-  return ProcessIdentity(pid) == owner;
+  return ProcessIdentity(static_cast<pid_t>(std::stol(pid))) == owner;
 }
 
 bool IsPoolName(const std::string& name) {
@@ -128,7 +119,7 @@ std::string SlotNameOf(const std::string& agent_dir) {
 void ContainerPool::EnableWarmPool() {
   std::lock_guard<std::mutex> lock(warm_mu_);
   if (warm_) return;
-  pool_owner_ = ProcessIdentity(std::to_string(::getpid()));
+  pool_owner_ = ProcessIdentity(::getpid());
   warm_ = std::make_shared<WarmPool>(
       [this](const SandboxSpec& pool_spec, const std::string& key) {
         return MakePooled(pool_spec, key);
